@@ -1,0 +1,21 @@
+"""Your exercises for the multi-head attention course.
+
+Each module holds the stubs of one chapter (see ``COURSE.md`` and the book):
+
+==============  =======================================================
+module          exercises
+==============  =======================================================
+attention.py    ``softmax``, ``scaled_dot_product_attention``       (ch. 1)
+masking.py      ``padding_mask``, ``causal_mask``, ``masked_softmax`` (ch. 2)
+heads.py        ``split_heads``, ``merge_heads``                    (ch. 3)
+layer.py        ``multi_head_attention``, ``parameter_count``,
+                ``MultiHeadAttention``                              (ch. 4)
+analysis.py     ``attention_entropy``                               (ch. 5)
+pruning.py      ``head_importance``, ``prune_heads``                (ch. 6)
+efficient.py    ``chunked_attention``, ``repeat_kv``,
+                ``GroupedQueryAttention``, ``KVCache``              (ch. 7)
+==============  =======================================================
+
+Replace each ``raise NotImplementedError`` with your code, then check it with
+``make grade`` (all exercises) or ``check("exercise_id")`` in a chapter notebook.
+"""
