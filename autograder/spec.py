@@ -122,3 +122,32 @@ class ExerciseResult:
     cases: list[CaseResult] = field(default_factory=list)
     feedback: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "graded with the reference split_heads"
+
+
+@dataclass
+class CaseError:
+    """Why the learner's process gave no output for a case (the pipeline fills this in).
+
+    ``kind`` is one of: ``"not_implemented"`` (the stub still raises NotImplementedError),
+    ``"missing"`` (the module or the function is not in the submission), ``"import"`` (the
+    module failed to import: syntax error, exception, exit at import), ``"exception"``,
+    ``"timeout"``, ``"memory"``, ``"crash"`` (the process died: os._exit, signal),
+    ``"garbage"`` (output that is not plain data of the expected form).
+    """
+
+    kind: str
+    message: str
+
+
+# The interface between the pipeline (runner.py, worker.py) and the judge (judge.py):
+#
+#   judge.judge_exercise(exercise: Exercise, cases: list[Case],
+#                        outputs: list[dict | CaseError], notes: list[str]) -> ExerciseResult
+#
+# ``outputs[i]`` is what the driver of ``cases[i]`` returned in the learner's process (plain
+# data, already decoded), or the CaseError that replaced it. The judge computes the reference
+# outputs itself (drivers run in the grader's process against ``solutions``), compares with
+# the stated tolerances, checks the properties, and on a mismatch runs the exercise's known
+# bugs to name the likely cause. It decides the status: all cases "not_implemented"/"missing"
+# -> "not attempted"; any "timeout" -> "timed out"; "import"/"crash"/"memory" -> "error";
+# otherwise passed / partial / failed by score.
