@@ -17,10 +17,11 @@ def chunked_attention(q, k, v, chunk_size, causal=False):
     Args:
         q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``: tensors.
         chunk_size: keys per chunk (``Lk`` need not be a multiple of it).
-        causal: apply the end-aligned causal mask.
+        causal: apply the end-aligned causal mask (with ``Lq > Lk`` the first ``Lq - Lk``
+            queries see no key at all: their output is zero, never NaN).
 
     Returns:
-        ``out (..., Lq, d_v)`` in the dtype of ``q``.
+        ``out (..., Lq, d_v)`` in the dtype of ``q``. The inputs are not modified.
     """
     raise NotImplementedError("exercise `chunked_attention`: implement it in mha_exercises/efficient.py (chapter 7)")
 
@@ -47,7 +48,8 @@ class GroupedQueryAttention(nn.Module):
     ``forward(x, mask=None, causal=False, cache=None) -> out (B, L, E)``: ``mask`` boolean
     broadcastable to ``(B, H, Lq, Lk)``; ``causal`` applies the end-aligned causal mask;
     with a ``KVCache``, the new keys and values are appended to it first and the queries
-    attend to everything cached.
+    attend to everything cached (so ``causal=True`` with a cache lets a new token see every
+    earlier one). Query rows with no allowed key give a zero output, never NaN.
     """
 
     def __init__(self, embed_dim, num_heads, num_kv_heads, bias=True):
