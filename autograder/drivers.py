@@ -1,0 +1,237 @@
+"""Drivers: run one case of an exercise against a namespace and return plain data.
+
+A driver is ``driver(ns, **inputs) -> dict``. The pipeline runs it in the learner's isolated
+process against the learner's modules; the judge runs the *same* driver in the grader's
+process against the reference solutions and against known buggy variants, and compares the
+dicts. So a driver is harness only: it must not import ``solutions``, ``judge`` or
+``exercises`` (the learner's process must hold nothing to compare against).
+
+What comes back is plain data: NumPy arrays (exact ``ndarray``), Python numbers, bools,
+strings, None, and lists/dicts of these. A result of the wrong form (a list, None, a tuple of
+the wrong length, an object) still comes back, as a description the judge can put into words.
+
+Conventions of the returned dict (the judge relies on them):
+
+* ``result_type``: the type name of what the function returned (``"ndarray"``, ``"tuple"``,
+  ``"int"``, ``"NoneType"``...), and ``len`` for a tuple or list;
+* one key per output named in ``returns`` (``"out"``, ``"weights"``), present only when the
+  result had the expected form; ``types`` gives each output's type name;
+* ``args_after`` / ``kwargs_after``: the array inputs after the call (they must be unchanged);
+* keys starting with ``_`` are raw data for property checks, never compared with the reference.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .spec import MODULE_OF
+
+# Outputs that are compared by the judge with their own rules, not value by value.
+META_KEYS = ("result_type", "len", "types", "args_after", "kwargs_after")
+
+
+def _to_array(x):
+    """An exact ndarray copy of an ndarray or tensor (subclasses stripped), else None."""
+    if isinstance(x, np.ndarray):
+        # The unbound base-class method: a subclass cannot intercept it.
+        return np.ndarray.copy(np.ndarray.view(x, np.ndarray))
+    if isinstance(x, np.generic):
+        return np.array(x)
+    torch = _torch_if_loaded()
+    if torch is not None and isinstance(x, torch.Tensor):
+        # A Tensor subclass may override __torch_function__; turn that dispatch off.
+        with torch._C.DisableTorchFunctionSubclass():
+            return np.array(x.detach().cpu().numpy(), copy=True)
+    return None
+
+
+def _torch_if_loaded():
+    import sys
+
+    return sys.modules.get("torch")
+
+
+def plain(x):
+    """``(value, type_name)``: ``x`` as plain data, or None when it has no plain form."""
+    name = type(x).__name__
+    if x is None or type(x) in (bool, int, float, str):  # exact types: a subclass may lie
+        return x, name
+    array = _to_array(x)
+    if array is not None:
+        return array, name
+    return None, name
+
+
+def describe_result(result, returns):
+    """The result of a call as plain data, keyed by the output names in ``returns``."""
+    data = {"result_type": type(result).__name__, "types": {}}
+    if isinstance(result, (tuple, list)):
+        data["len"] = len(result)
+    if len(returns) == 1:
+        items = [result] if not isinstance(result, (tuple, list)) else None
+    else:
+        items = list(result) if isinstance(result, (tuple, list)) and len(result) == len(returns) else None
+    if items is not None:
+        for name, item in zip(returns, items):
+            value, type_name = plain(item)
+            data["types"][name] = type_name
+            if value is not None or item is None:
+                data[name] = value
+    return data
+
+
+def _arrays_only(values):
+    return [plain(v)[0] if isinstance(v, np.ndarray) else None for v in values]
+
+
+def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None):
+    """Call ``<module of function>.<function>(*args, **kwargs)`` on copies of the inputs.
+
+    ``returns`` names the outputs (``("out", "weights")`` for a function returning a pair).
+    ``sizes`` (e.g. ``{"B": 2, "Lq": 3}``) is for the judge's messages and is not used here.
+    """
+    kwargs = dict(kwargs or {})
+    args, kwargs = copy.deepcopy(list(args)), copy.deepcopy(kwargs)
+    fn = getattr(ns.module(MODULE_OF[function]), function)
+    result = fn(*args, **kwargs)
+    data = describe_result(result, tuple(returns))
+    data["args_after"] = _arrays_only(args)
+    data["kwargs_after"] = {k: a for k, a in zip(kwargs, _arrays_only(kwargs.values()))}
+    return data
+
+
+# --- torch drivers for the MultiHeadAttention layer -------------------------------------------
+
+LINEARS = ("W_q", "W_k", "W_v", "W_o")
+
+
+def _param_shapes(layer):
+    """``{"W_q.weight": [out, in], "W_q.bias": [out] or None, ...}`` of the learner's layer."""
+    shapes = {}
+    for name in LINEARS:
+        linear = getattr(layer, name, None)
+        for part in ("weight", "bias"):
+            tensor = getattr(linear, part, None)
+            shapes[f"{name}.{part}"] = None if tensor is None else [int(n) for n in tensor.shape]
+    return shapes
+
+
+def _build_layer(ns, config, state, dtype):
+    """The learner's layer with the case's weights loaded, or None when its shapes differ."""
+    import torch
+
+    torch.manual_seed(0)
+    cls = ns.module("layer").MultiHeadAttention
+    layer = cls(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"), vdim=config.get("vdim"),
+                bias=config.get("bias", True), dropout=config.get("dropout", 0.0))
+    shapes = _param_shapes(layer)
+    expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
+    data = {"param_shapes": shapes, "num_heads": plain(getattr(layer, "num_heads", None))[0],
+            "head_dim": plain(getattr(layer, "head_dim", None))[0]}
+    if shapes != expected:
+        return None, data
+    layer = layer.to(getattr(torch, dtype))
+    with torch.no_grad():
+        for key, array in state.items():
+            if array is not None:
+                name, part = key.split(".")
+                getattr(getattr(layer, name), part).copy_(torch.from_numpy(np.array(array)))
+    return layer, data
+
+
+def _tensor(x, dtype, grad=False):
+    import torch
+
+    if x is None:
+        return None
+    t = torch.from_numpy(np.array(x))
+    if t.is_floating_point():
+        t = t.to(getattr(torch, dtype))
+    return t.requires_grad_(grad)
+
+
+def mha_forward(ns, config, state, query, key, value, mask=None, head_mask=None, dtype="float64",
+                train=False, grad_out=None, grad_weights=None, sizes=None):
+    """Build the learner's ``MultiHeadAttention``, load ``state``, run forward (and backward).
+
+    ``state`` maps ``"W_q.weight"``... to arrays in ``nn.Linear`` layout ``(out, in)``.
+    With ``grad_out``/``grad_weights`` (arrays shaped like out/weights) it also returns the
+    gradients of ``sum(out * grad_out) + sum(weights * grad_weights)`` under ``"grads"``.
+    """
+    import torch
+
+    layer, data = _build_layer(ns, config, state, dtype)
+    if layer is None:
+        return data
+    layer.train(train)
+    grad = grad_out is not None
+    q, k, v = (_tensor(x, dtype, grad) for x in (query, key, value))
+    torch.manual_seed(1)
+    result = layer(q, k, v, mask=_tensor(mask, dtype), head_mask=_tensor(head_mask, dtype))
+    data.update(describe_result(result, ("out", "weights")))
+    if grad and "out" in data and "weights" in data and _shapes_fit(data, grad_out, grad_weights):
+        out, weights = result
+        loss = (out * _tensor(grad_out, dtype)).sum() + (weights * _tensor(grad_weights, dtype)).sum()
+        if loss.requires_grad:
+            loss.backward()
+        grads = {"query": q.grad, "key": k.grad, "value": v.grad}
+        for name in LINEARS:
+            for part in ("weight", "bias"):
+                tensor = getattr(getattr(layer, name), part)
+                if tensor is not None:
+                    grads[f"{name}.{part}"] = tensor.grad
+        data["grads"] = {name: plain(g)[0] for name, g in grads.items()}
+    return data
+
+
+def _shapes_fit(data, grad_out, grad_weights):
+    return (getattr(data["out"], "shape", None) == np.shape(grad_out)
+            and getattr(data["weights"], "shape", None) == np.shape(grad_weights))
+
+
+def mha_dropout(ns, config, state, query, key, value, mask=None, dtype="float64", sizes=None):
+    """Train- and eval-mode passes of a layer with ``config["dropout"] > 0``.
+
+    Eval mode must equal no dropout (compared with the reference); the train-mode weights are
+    returned before dropout (compared too); the train-mode output must differ from the eval
+    one (a property: dropout acts), but its random values are never compared.
+    """
+    import torch
+
+    layer, data = _build_layer(ns, config, state, dtype)
+    if layer is None:
+        return data
+    q, k, v, m = (_tensor(x, dtype) for x in (query, key, value, mask))
+    layer.eval()
+    with torch.no_grad():
+        data.update(describe_result(layer(q, k, v, mask=m), ("out", "weights")))
+        layer.train()
+        torch.manual_seed(1)
+        train = describe_result(layer(q, k, v, mask=m), ("out", "weights"))
+    data["weights_train"] = train.get("weights")
+    data["_out_train"] = train.get("out")
+    return data
+
+
+def mha_from_torch(ns, config, torch_state, query, key, value, mask=None, dtype="float64", sizes=None):
+    """``MultiHeadAttention.from_torch`` of a ``torch.nn.MultiheadAttention`` with given weights.
+
+    ``torch_state`` is the torch module's ``state_dict`` as arrays; the layer built from it
+    runs on the same inputs in eval mode.
+    """
+    import torch
+
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config.get("bias", True),
+                                      kdim=config.get("kdim"), vdim=config.get("vdim"), batch_first=True,
+                                      dtype=getattr(torch, dtype))
+    ref.load_state_dict({k: torch.from_numpy(np.array(a)).to(getattr(torch, dtype)) for k, a in torch_state.items()})
+    ref.eval()
+    layer = ns.module("layer").MultiHeadAttention.from_torch(ref)
+    data = {"param_shapes": _param_shapes(layer)}
+    layer.eval()
+    q, k, v, m = (_tensor(x, dtype) for x in (query, key, value, mask))
+    with torch.no_grad():
+        data.update(describe_result(layer(q, k, v, mask=m), ("out", "weights")))
+    return data

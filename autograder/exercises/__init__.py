@@ -1,0 +1,59 @@
+"""The checks of every exercise, one module per chapter: ``EXERCISES`` maps id -> Exercise.
+
+Adding an exercise's checks
+===========================
+
+An exercise's checks live in the module of its chapter (``attention.py`` holds chapter 1's
+``softmax`` and ``scaled_dot_product_attention``; name a new one for what it holds, e.g.
+``pruning.py`` for chapter 6). For each exercise write three things there:
+
+1. **Cases**: ``def my_cases(rng) -> list[Case]``, seeded by ``rng`` (a NumPy Generator; never
+   use global random state). 6-12 small cases: the whole course grades in about two seconds.
+   For a plain function use ``cases.call_case(name, function, args, kwargs, returns=...,
+   sizes=..., dtype=..., properties=...)``: it runs ``<module>.<function>(*args, **kwargs)``
+   in the learner's process through the generic ``call`` driver and sets the tolerance of the
+   dtype (``cases.TOLERANCE``, stated once with its reason). Give every size a distinct value
+   and name it in ``sizes`` (``dict(B=2, H=3, Lq=4, Lk=5)``) so that a swapped axis shows and
+   the feedback can name it ("shape (2, 5, 4) = (B, Lk, Lq)"). Cover float32 and float64,
+   masks (padding, causal, fully masked rows), extreme values, and properties
+   (``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``; see
+   ``judge.PROPERTIES``). Inputs are plain data only (arrays, numbers, lists, dicts).
+2. **A driver**, only if ``call`` cannot express the check (a torch module to build, a
+   backward pass): add ``def my_driver(ns, **inputs) -> dict`` to ``autograder/drivers.py``.
+   It gets the code under test from ``ns.module("layer")``, works on copies of its inputs, and
+   returns plain data (``drivers.describe_result`` turns a result into it); it runs in the
+   learner's process, so it must not import ``solutions``, the judge or these checks. The
+   judge runs the same driver against the reference, so never compare inside a driver.
+3. **Known bugs**: small functions (or classes) with the exercise's own signature, one per
+   classic mistake, named for it, in a dict ``{diagnosis: implementation}``. The diagnosis is
+   the sentence the learner reads when their output matches the bug's on a failing case:
+   "your output matches attention without the 1/sqrt(d_k) scale". Bugs are trusted grader
+   code and may import ``solutions``. Make sure some case actually shows each bug.
+
+Then declare ``MY_EXERCISE = Exercise(id="my_exercise", cases=my_cases, bugs={...},
+uses=("other_exercise",))`` (``uses``: the exercises it may call, which the pipeline replaces
+with the reference so one mistake counts once), list it in the module's ``EXERCISES`` tuple,
+and, for a new chapter module, add its one import line below. The id must be in ``spec.POINTS`` and
+``spec.MODULE_OF``.
+
+Tests: in ``tests/wrong_implementations/`` add, for the exercise, at least three buggy
+implementations that must lose points with their diagnosis and two correct alternatives that
+must get full marks (see that folder's README); ``tests/test_grader_checks.py`` picks them up.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from ..spec import POINTS, Exercise
+
+# One import per chapter module; every imported module with an EXERCISES tuple is collected.
+from . import attention  # noqa: F401,E402  chapter 1
+from . import masking  # noqa: F401,E402  chapter 2
+from . import heads  # noqa: F401,E402  chapter 3
+from . import layer  # noqa: F401,E402  chapter 4
+from . import analysis  # noqa: F401,E402  chapter 5
+
+_ALL = {ex.id: ex for module in list(globals().values()) if isinstance(module, ModuleType)
+        for ex in getattr(module, "EXERCISES", ())}
+# In the course's order (spec.POINTS), so reports list the exercises chapter by chapter.
+EXERCISES: dict[str, Exercise] = {id: _ALL[id] for id in POINTS if id in _ALL}

@@ -1,0 +1,206 @@
+"""Checks of chapter 1 (``attention.py``): ``softmax`` and ``scaled_dot_product_attention``."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solutions.masking import masked_softmax
+
+from ..spec import Exercise
+from .cases import call_case, randn
+
+PROBABILITIES = ("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged")
+
+
+# --- softmax -----------------------------------------------------------------------------------
+
+def softmax_cases(rng):
+    def logits(shape, dtype, spread=1e4):
+        # Each row sits at +spread, -spread or 0: exp overflows or underflows unless the
+        # row's own max is subtracted.
+        offsets = spread * rng.integers(-1, 2, size=shape[:-1] + (1,))
+        return (offsets + 3 * rng.standard_normal(shape)).astype(dtype)
+
+    case = lambda name, x, dtype, **kw: call_case(  # noqa: E731
+        name, "softmax", [x], kw, dtype=dtype, properties=("rows_sum_to_one", "inputs_unchanged"),
+        sizes=dict(zip("BLN", x.shape)))
+    return [
+        case("float64, 3-D, last axis", randn(rng, (2, 3, 5), scale=2), "float64"),
+        case("float32 stays float32", randn(rng, (3, 4, 6), "float32", scale=2), "float32"),
+        case("axis=0", randn(rng, (4, 7)), "float64", axis=0),
+        case("axis=1 of a 3-D array", randn(rng, (2, 5, 3)), "float64", axis=1),
+        case("one row (1-D input)", randn(rng, (6,), scale=3), "float64"),
+        case("extreme logits (±1e4), float64", logits((4, 5), "float64"), "float64"),
+        case("extreme logits (±1e4), float32", logits((3, 6), "float32"), "float32"),
+        case("rows far below the global max", np.array([[1e4, 1e4 - 1, 1e4 - 3], [0.0, 1.0, 2.0]]), "float64"),
+    ]
+
+
+def softmax_no_max_subtraction(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_last_axis_only(x, axis=-1):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_global_max(x, axis=-1):
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_global_sum(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum()
+
+
+SOFTMAX = Exercise(
+    id="softmax",
+    cases=softmax_cases,
+    bugs={
+        "your output matches softmax without subtracting the max first (exp overflows to inf, "
+        "then inf/inf = NaN, at logits of 1e4)": softmax_no_max_subtraction,
+        "your output matches softmax over the last axis whatever `axis` says": softmax_last_axis_only,
+        "your output matches softmax shifted by the max of the whole array instead of each row's max "
+        "(rows far below it underflow to 0/0)": softmax_global_max,
+        "your output matches softmax normalised by the sum of the whole array instead of each row's sum":
+            softmax_global_sum,
+    },
+)
+
+
+# --- scaled dot-product attention --------------------------------------------------------------
+
+def attention_cases(rng):
+    B, H, Lq, Lk, d_k, d_v = 2, 3, 4, 5, 6, 7
+    sizes = dict(B=B, H=H, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v)
+
+    def qkv(dtype, lead=(B, H), scale=1.0):
+        return [randn(rng, lead + (Lq, d_k), dtype, scale), randn(rng, lead + (Lk, d_k), dtype, scale),
+                randn(rng, lead + (Lk, d_v), dtype)]
+
+    def case(name, args, dtype, mask=None, **kw):
+        kwargs = {} if mask is None else {"mask": mask}
+        return call_case(name, "scaled_dot_product_attention", args, kwargs, returns=("out", "weights"),
+                         sizes=kw.pop("sizes", sizes), dtype=dtype, properties=PROBABILITIES, **kw)
+
+    valid = np.array([3, 5])
+    padding = (np.arange(Lk) < valid[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
+    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk), end-aligned
+    some_rows_empty = rng.random((B, H, Lq, Lk)) < 0.6
+    some_rows_empty[0, 1, 2] = some_rows_empty[1, 0, 0] = some_rows_empty[1, 2, 3] = False
+
+    # float32 extreme logits: integer inputs and d_k = 4 (sqrt 2) make every score exact in
+    # float32 whatever the order of the sums or of the scaling, so the reference is exact too.
+    small = dict(B=B, Lq=3, Lk=5, d_k=4, d_v=6)
+    exact = [(50 * rng.integers(-2, 3, (B, 3, 4))).astype("float32"),
+             (50 * rng.integers(-2, 3, (B, 5, 4))).astype("float32"), randn(rng, (B, 5, 6), "float32")]
+    return [
+        case("float64, no mask", qkv("float64"), "float64"),
+        case("float32 stays float32, no mask", qkv("float32"), "float32"),
+        case("float64, padding mask (B, 1, 1, Lk) broadcast", qkv("float64"), "float64", padding),
+        case("float32, causal mask (Lq, Lk), Lq < Lk", qkv("float32"), "float32", causal),
+        case("float64, fully masked rows", qkv("float64"), "float64", some_rows_empty),
+        case("3-D inputs without a head axis", qkv("float64", lead=(B,)), "float64",
+             sizes=dict(B=B, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v)),
+        case("extreme logits (scores near ±1e4), float64", qkv("float64", scale=40.0), "float64", causal),
+        case("extreme logits (scores near ±1e4), float32", exact, "float32", sizes=small),
+    ]
+
+
+def _softmax(scores):
+    """A plain stable softmax over the key axis, with no guard for all -inf rows."""
+    with np.errstate(invalid="ignore"):
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _attention(q, k, v, mask=None, *, scale=None, weights_of=masked_softmax):
+    """Attention with one step swapped out; each bug below is one such swap."""
+    scores = q @ np.swapaxes(k, -1, -2) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (..., Lq, Lk)
+    weights = weights_of(scores, mask)
+    return weights @ v, weights
+
+
+def _filled_with(value):
+    def weights_of(scores, mask):
+        return _softmax(scores if mask is None else np.where(mask, scores, value).astype(scores.dtype))
+    return weights_of
+
+
+def attention_no_scale(q, k, v, mask=None):
+    return _attention(q, k, v, mask, scale=1)
+
+
+def attention_scaled_by_d_k(q, k, v, mask=None):
+    return _attention(q, k, v, mask, scale=q.shape[-1])
+
+
+def attention_scaled_by_d_v(q, k, v, mask=None):
+    return _attention(q, k, v, mask, scale=math.sqrt(v.shape[-1]))
+
+
+def attention_softmax_over_queries(q, k, v, mask=None):
+    def weights_of(scores, mask):
+        mask = None if mask is None else np.swapaxes(np.broadcast_to(mask, scores.shape), -1, -2)
+        return np.swapaxes(masked_softmax(np.swapaxes(scores, -1, -2), mask), -1, -2)
+    return _attention(q, k, v, mask, weights_of=weights_of)
+
+
+def attention_inverted_mask(q, k, v, mask=None):
+    return _attention(q, k, v, mask, weights_of=lambda s, m: masked_softmax(s, None if m is None else ~m))
+
+
+def attention_masked_after_softmax(q, k, v, mask=None):
+    return _attention(q, k, v, mask, weights_of=lambda s, m: _softmax(s) * (1 if m is None else m))
+
+
+def attention_filled_with_zero(q, k, v, mask=None):
+    return _attention(q, k, v, mask, weights_of=_filled_with(0.0))
+
+
+def attention_filled_with_minus_inf(q, k, v, mask=None):
+    return _attention(q, k, v, mask, weights_of=_filled_with(-np.inf))
+
+
+def attention_filled_with_large_negative(q, k, v, mask=None):
+    return _attention(q, k, v, mask, weights_of=_filled_with(-1e6))
+
+
+def attention_without_max_subtraction(q, k, v, mask=None):
+    def weights_of(scores, mask):
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(scores) if mask is None else np.where(mask, np.exp(scores), 0)
+            return (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
+    return _attention(q, k, v, mask, weights_of=weights_of)
+
+
+SCALED_DOT_PRODUCT_ATTENTION = Exercise(
+    id="scaled_dot_product_attention",
+    cases=attention_cases,
+    uses=("softmax", "masked_softmax"),
+    bugs={
+        "your output matches attention without the 1/sqrt(d_k) scale": attention_no_scale,
+        "your output matches attention scaled by 1/d_k instead of 1/sqrt(d_k)": attention_scaled_by_d_k,
+        "your output matches attention scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)": attention_scaled_by_d_v,
+        "your output matches attention with the softmax over the query axis instead of the key axis":
+            attention_softmax_over_queries,
+        "your output matches attention with the mask polarity inverted (True must mean 'may attend')":
+            attention_inverted_mask,
+        "your output matches attention masked after the softmax (masked weights zeroed but the rows "
+        "not renormalised): mask the scores before the softmax": attention_masked_after_softmax,
+        "your output matches attention with masked scores filled with 0 instead of -inf "
+        "(a score of 0 still gets weight)": attention_filled_with_zero,
+        "your output matches attention with -inf filled in and no guard: fully masked rows become NaN "
+        "(they must be all zero)": attention_filled_with_minus_inf,
+        "your output matches attention with masked scores filled with a large negative number: fully "
+        "masked rows get uniform weights (they must be all zero)": attention_filled_with_large_negative,
+        "your output matches attention with a softmax that does not subtract the max (exp overflows on "
+        "large scores)": attention_without_max_subtraction,
+    },
+)
+
+EXERCISES = (SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION)

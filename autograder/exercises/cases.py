@@ -1,0 +1,35 @@
+"""Building blocks for the chapters' cases: tolerances, seeded inputs, a ``call`` case."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..spec import Case
+
+# How close the learner's floats must be to the reference's, per dtype, as |got - expected|
+# <= atol + rtol * |expected| elementwise (numpy.isclose).
+# * float64: 53-bit mantissa (eps 2.2e-16). A correct alternative (einsum, loops, another
+#   stable softmax) reorders sums of a few dozen terms, which moves results by ~1e-15
+#   relative; 1e-9 leaves six orders of margin and still catches every real bug.
+# * float32: 24-bit mantissa (eps 1.2e-7). Reordered sums, a float64 computation cast back,
+#   and torch vs numpy kernels differ by a few eps, up to ~1e-6 relative after a projection,
+#   a softmax and a weighted sum; atol covers outputs that cancel to near zero.
+TOLERANCE = {
+    "float64": {"rtol": 1e-9, "atol": 1e-12},
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+}
+# Gradients through a whole layer in float64 go through more reordered sums.
+GRAD_TOLERANCE = {"rtol": 1e-8, "atol": 1e-10}
+
+
+def randn(rng, shape, dtype="float64", scale=1.0):
+    """Standard normal samples of ``shape`` in ``dtype`` (drawn in float64, then cast)."""
+    return (scale * rng.standard_normal(shape)).astype(dtype)
+
+
+def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None, dtype="float64",
+              weight=1.0, properties=(), **tolerance):
+    """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable)."""
+    tol = {**TOLERANCE[dtype], **tolerance}
+    inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}),
+              "returns": list(returns), "sizes": dict(sizes or {})}
+    return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), **tol)
