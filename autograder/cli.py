@@ -1,0 +1,97 @@
+"""``mha-grade``: grade a submission from the command line.
+
+    mha-grade [SUBMISSION] [--exercise ID ...] [--json PATH] [--gradescope PATH]
+              [--seed N] [--time-limit S] [--budget S] [--quiet]
+    mha-grade batch DIR ...          (many submissions: autograder/batch.py)
+
+The learner-side process is started before anything else is imported, so that its imports
+(NumPy, torch) and the grader's own run at the same time. Exit status: 0 when grading
+completed, whatever the score; 2 when the submission or the options are unusable; 1 when
+the grader itself failed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mha-grade",
+        description="Grade multi-head attention exercises in an isolated process.",
+        epilog="Also: `mha-grade batch DIR ...` grades many submissions (when installed).",
+    )
+    p.add_argument("submission", nargs="?", default="mha_exercises",
+                   help="a directory of exercise modules (attention.py, masking.py, ...) or a .zip "
+                        "of one (default: ./mha_exercises)")
+    p.add_argument("--exercise", "-e", action="append", metavar="ID",
+                   help="grade only this exercise (repeatable)")
+    p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    p.add_argument("--gradescope", metavar="PATH", help="write a Gradescope results.json")
+    p.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (default 0)")
+    p.add_argument("--time-limit", type=float, metavar="S",
+                   help="seconds per exercise (default: each exercise's own, 10 s)")
+    p.add_argument("--budget", type=float, metavar="S", help="seconds for the whole run (default 300)")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the total")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["batch"]:
+        return _batch(argv[1:])
+    args = parser().parse_args(argv)
+    from . import submission as submission_mod
+
+    try:  # a bad path is reported before any process starts
+        submission = submission_mod.load(args.submission)
+    except submission_mod.SubmissionError as err:
+        print(f"mha-grade: {err}", file=sys.stderr)
+        return 2
+    from . import sandbox
+
+    try:
+        zygote = sandbox.Zygote()  # first: its imports overlap with ours below
+    except OSError as err:
+        print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
+        return 1
+    try:
+        from . import report as report_mod
+        from . import runner
+
+        report = runner.grade_submission(submission, exercises=args.exercise, seed=args.seed,
+                                         time_limit=args.time_limit, budget=args.budget, zygote=zygote)
+    except ValueError as err:  # an unknown exercise id
+        print(f"mha-grade: {err}", file=sys.stderr)
+        return 2
+    except sandbox.ZygoteError as err:
+        print(f"mha-grade: {err}", file=sys.stderr)
+        return 1
+    finally:
+        zygote.close()
+    # Written last, by this process only: anything the learner's code wrote there is replaced.
+    if args.json:
+        report_mod.write_atomic(args.json, report_mod.to_json(report))
+    if args.gradescope:
+        import json
+
+        report_mod.write_atomic(args.gradescope, json.dumps(report_mod.to_gradescope(report), indent=2))
+    if args.quiet:
+        print(f"{report_mod._points(report.score)}/{report_mod._points(report.max_score)}")
+    else:
+        report_mod.print_table(report)
+    return 0
+
+
+def _batch(argv: list[str]) -> int:
+    if importlib.util.find_spec("autograder.batch") is None:
+        print("mha-grade: batch grading is not installed (autograder/batch.py)", file=sys.stderr)
+        return 2
+    from . import batch
+
+    return batch.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

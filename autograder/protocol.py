@@ -1,0 +1,281 @@
+"""Plain data over a socket: the only way anything leaves the learner's process.
+
+A message is a length-prefixed frame::
+
+    u64 total length | u32 header length | JSON header | raw array buffers
+
+The JSON header is a tree whose containers are tagged, so nothing the learner returns can
+pose as one of our tags: ``[..]`` a list, ``{"t": [..]}`` a tuple, ``{"d": {..}}`` a dict
+with string keys, ``{"a": [index, dtype, shape, kind]}`` an array (``kind`` is ``"np"``,
+``"scalar"`` for a NumPy scalar, or ``"torch"``), and JSON numbers, strings, booleans, null.
+Arrays travel as bytes and come back through ``np.frombuffer``: nothing is ever pickled, so
+decoding cannot run code of the sender's making. Everything decoded is validated (dtype
+allow-list, byte counts, sizes, depth); anything else raises :class:`Garbage`, which the
+pipeline reports as ``CaseError("garbage")``.
+
+Encoding runs in the learner's process after the learner's code may have patched numpy,
+torch or builtins, so it uses references captured at import time, and it turns ndarray and
+Tensor *subclasses* into plain arrays through the base classes' own methods (a subclass that
+overrides ``__eq__``, ``__array_function__`` or ``__torch_function__`` cannot fake its data).
+"""
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+import time
+
+import numpy as np
+
+# Captured now: learner code in the worker may later patch builtins or numpy attributes.
+_type, _isinstance, _len, _list, _dict, _tuple = type, isinstance, len, list, dict, tuple
+_int, _float, _str, _bool, _bytes = int, float, str, bool, bytes
+_ndarray, _generic = np.ndarray, np.generic
+_view, _tobytes, _ascontig = np.ndarray.view, np.ndarray.tobytes, np.ascontiguousarray
+_frombuffer, _npdtype = np.frombuffer, np.dtype
+_dumps, _loads = json.dumps, json.loads
+
+ALLOWED_DTYPES = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64"}
+)
+MAX_MESSAGE = 256 * 2**20  # bytes per message: a case's outputs are far smaller
+MAX_DEPTH = 16
+MAX_NODES = 100_000
+MAX_STRING = 20_000
+
+
+class Garbage(Exception):
+    """Data that is not plain data of the expected form."""
+
+
+class Closed(Exception):
+    """The other side closed the socket (the learner's process exited or was killed)."""
+
+
+# ----------------------------------------------------------------------------------- encode
+
+def encode(value) -> bytes:
+    """One message holding ``value`` (plain data, arrays and tensors); raises Garbage."""
+    buffers: list = []
+    counter = [0]
+    header = _dumps(_tree(value, buffers, 0, counter), allow_nan=True, separators=(",", ":"))
+    head = header.encode()
+    total = 4 + _len(head) + sum(_len(b) for b in buffers)
+    if total > MAX_MESSAGE:
+        raise Garbage(f"output of {total} bytes is larger than the {MAX_MESSAGE} bytes allowed")
+    return b"".join([struct.pack("<QI", total, _len(head)), head, *buffers])
+
+
+def _tree(x, buffers, depth, counter):
+    counter[0] += 1
+    if depth > MAX_DEPTH or counter[0] > MAX_NODES:
+        raise Garbage("output nested too deeply or too large")
+    t = _type(x)
+    if x is None or t is _bool or t is _str and _len(x) <= MAX_STRING:
+        return x
+    if t is _int:
+        if not -(2**63) <= x < 2**64:
+            raise Garbage("an integer too large for plain data")
+        return x
+    if t is _float:
+        return x
+    if _isinstance(x, _generic):  # NumPy scalar: keep its dtype, as a 0-d array
+        return _array(_view(_ascontig(x), _ndarray), buffers, "scalar")
+    if _isinstance(x, _ndarray):
+        # The base class's view: a subclass's overrides play no part from here on.
+        return _array(_view(x, _ndarray), buffers, "np")
+    if t is _list:
+        return [_tree(v, buffers, depth + 1, counter) for v in x]
+    if t is _tuple:
+        return {"t": [_tree(v, buffers, depth + 1, counter) for v in x]}
+    if t is _dict:
+        if not all(_type(k) is _str for k in x):
+            raise Garbage("a dict with keys that are not strings")
+        return {"d": {k: _tree(v, buffers, depth + 1, counter) for k, v in x.items()}}
+    tensor = _torch_to_numpy(x)
+    if tensor is not None:
+        return _array(tensor, buffers, "torch")
+    raise Garbage(f"a {t.__name__} object where plain data (arrays, numbers) was expected")
+
+
+def _array(a, buffers, kind):
+    dtype = _str(a.dtype)
+    if dtype not in ALLOWED_DTYPES:
+        raise Garbage(f"an array of dtype {dtype}, which is not plain numeric data")
+    data = _tobytes(a, "C")
+    buffers.append(data)
+    return {"a": [_len(buffers) - 1, dtype, [_int(n) for n in a.shape], kind]}
+
+
+def _torch_to_numpy(x):
+    """A plain ndarray from a torch Tensor (or subclass), None if ``x`` is not a tensor."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not _isinstance(x, _TORCH_TENSOR or torch.Tensor):
+        return None
+    if _TORCH_TENSOR is None:  # in the grader's process
+        capture_torch()
+    # With __torch_function__ disabled, the base methods see the raw data of any subclass.
+    with _DISABLE_TORCH_FUNCTION():
+        t = _TORCH_TENSOR.detach(x)
+        if t.layout != torch.strided or t.is_complex() or t.dtype == torch.bfloat16:
+            raise Garbage(f"a tensor of dtype {t.dtype}, layout {t.layout}: not plain numeric data")
+        t = _TORCH_TENSOR.cpu(t)
+        a = _TORCH_TENSOR.numpy(_TORCH_TENSOR.contiguous(t))
+    if _type(a) is not _ndarray:
+        raise Garbage("a tensor that did not convert to a plain array")
+    return a
+
+
+def capture_torch():
+    """Called by the worker right after importing torch, before any learner code runs."""
+    global _TORCH_TENSOR, _DISABLE_TORCH_FUNCTION
+    import torch
+
+    _TORCH_TENSOR, _DISABLE_TORCH_FUNCTION = torch.Tensor, torch._C.DisableTorchFunction
+
+
+_TORCH_TENSOR = None
+_DISABLE_TORCH_FUNCTION = None
+
+
+# ----------------------------------------------------------------------------------- decode
+
+def decode(frame: bytes, *, torch_tensors: bool = False):
+    """The value of one message body (without its 8-byte length); raises Garbage.
+
+    ``torch_tensors``: arrays that were tensors come back as tensors (used in the learner's
+    process, where a proxied reference function must return what the learner expects).
+    """
+    try:
+        if _len(frame) < 4:
+            raise Garbage("a truncated message")
+        (head_len,) = struct.unpack_from("<I", frame)
+        if head_len > _len(frame) - 4:
+            raise Garbage("a message whose header is longer than the message")
+        header = _loads(frame[4 : 4 + head_len].decode())
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        raise Garbage(f"an unreadable message ({err.__class__.__name__})") from None
+    arrays = _Buffers(memoryview(frame)[4 + head_len :])
+    value = _untree(header, arrays, 0, [0], torch_tensors)
+    if arrays.offset != _len(arrays.data):
+        raise Garbage("a message with unclaimed bytes")
+    return value
+
+
+class _Buffers:
+    def __init__(self, data):
+        self.data, self.offset, self.next_index = data, 0, 0
+
+    def take(self, index, dtype, shape):
+        if index != self.next_index:
+            raise Garbage("array buffers out of order")
+        self.next_index += 1
+        count = math.prod(shape)
+        nbytes = count * _npdtype(dtype).itemsize
+        if self.offset + nbytes > _len(self.data):
+            raise Garbage("an array with fewer bytes than its shape needs")
+        chunk = self.data[self.offset : self.offset + nbytes]
+        self.offset += nbytes
+        # A copy: the result owns its memory and is writable, like any other array.
+        return np.frombuffer(chunk, dtype=dtype, count=count).reshape(shape).copy()
+
+
+def _untree(node, arrays, depth, counter, torch_tensors):
+    counter[0] += 1
+    if depth > MAX_DEPTH or counter[0] > MAX_NODES:
+        raise Garbage("data nested too deeply or too large")
+    t = type(node)
+    if node is None or t in (bool, int, float):
+        return node
+    if t is str:
+        if len(node) > MAX_STRING:
+            raise Garbage("a string too long")
+        return node
+    if t is list:
+        return [_untree(v, arrays, depth + 1, counter, torch_tensors) for v in node]
+    if t is dict and len(node) == 1:
+        (tag, body), = node.items()
+        if tag == "t" and type(body) is list:
+            return tuple(_untree(v, arrays, depth + 1, counter, torch_tensors) for v in body)
+        if tag == "d" and type(body) is dict:
+            return {k: _untree(v, arrays, depth + 1, counter, torch_tensors) for k, v in body.items()}
+        if tag == "a":
+            return _decode_array(body, arrays, torch_tensors)
+    raise Garbage("a message node of unknown form")
+
+
+def _decode_array(body, arrays, torch_tensors):
+    if not (type(body) is list and len(body) == 4):
+        raise Garbage("a malformed array")
+    index, dtype, shape, kind = body
+    if (
+        type(index) is not int
+        or dtype not in ALLOWED_DTYPES
+        or type(shape) is not list
+        or len(shape) > 32
+        or not all(type(n) is int and 0 <= n <= MAX_MESSAGE for n in shape)
+        or kind not in ("np", "scalar", "torch")
+    ):
+        raise Garbage("a malformed array")
+    a = arrays.take(index, dtype, shape)
+    if kind == "scalar":
+        if shape:
+            raise Garbage("a malformed NumPy scalar")
+        return a[()]
+    if kind == "torch" and torch_tensors:
+        import torch
+
+        return torch.from_numpy(a)
+    return a
+
+
+# ---------------------------------------------------------------------------- socket I/O
+
+def send(sock: socket.socket, value) -> None:
+    sock.sendall(encode(value))
+
+
+def send_frame(sock: socket.socket, frame: bytes) -> None:
+    sock.sendall(frame)
+
+
+def recv_frame(sock: socket.socket, deadline: float | None = None) -> bytes:
+    """One message body (header length onwards); Closed on EOF, TimeoutError at the deadline.
+
+    Raises Garbage for a frame longer than MAX_MESSAGE (the stream cannot be trusted after).
+    """
+    (total,) = struct.unpack("<Q", _recv_exactly(sock, 8, deadline))
+    if total > MAX_MESSAGE or total < 4:
+        raise Garbage(f"a message of {total} bytes")
+    return _recv_exactly(sock, total, deadline)
+
+
+def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False):
+    return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors)
+
+
+def _recv_exactly(sock, n, deadline):
+    chunks, got = [], 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            sock.settimeout(left)
+        else:
+            sock.settimeout(None)
+        try:
+            chunk = sock.recv(min(n - got, 1 << 20))
+        except socket.timeout:
+            raise TimeoutError from None
+        except OSError as err:  # e.g. connection reset by a killed process
+            raise Closed(str(err)) from None
+        if not chunk:
+            raise Closed("end of stream")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,155 @@
+"""The grade, three ways: a terminal table (rich), a JSON report, a Gradescope results.json.
+
+Only the grader's process writes reports, and it writes them last, atomically (a temporary
+file renamed over the target): whatever the learner's code wrote at those paths while it ran
+is replaced, and a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .spec import ExerciseResult
+
+# How each status reads in the table, and its colour.
+STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not attempted": "dim",
+         "error": "magenta", "timed out": "magenta"}
+
+
+@dataclass
+class Report:
+    exercises: list[ExerciseResult]
+    score: float
+    max_score: float
+    seed: int
+    grader_version: str
+    submission: str
+    submission_sha256: str  # sha256 over the sorted module sources
+    versions: dict = field(default_factory=dict)  # python, numpy, torch
+    wall_time: float = 0.0  # seconds
+    graded_at: str = ""  # UTC, ISO 8601
+
+    def to_dict(self) -> dict:
+        return _finite(dataclasses.asdict(self))
+
+
+# ------------------------------------------------------------------------------ terminal
+
+def table(report: Report, *, width: int | None = None):
+    """A rich Table: one row per exercise, the failing cases' feedback in the last column."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=f"mha-grade: {report.submission}", title_justify="left", show_lines=False,
+              expand=False, width=width)
+    t.add_column("exercise", no_wrap=True)
+    t.add_column("score", justify="right", no_wrap=True)
+    t.add_column("status", no_wrap=True)
+    t.add_column("feedback", overflow="fold")
+    for r in report.exercises:
+        t.add_row(r.id, f"{_points(r.score)}/{_points(r.max_score)}",
+                  Text(r.status, style=STYLE.get(r.status, "")), feedback(r))
+    t.add_section()
+    t.add_row(Text("total", style="bold"), Text(f"{_points(report.score)}/{_points(report.max_score)}",
+                                                style="bold"), "", "")
+    return t
+
+
+def feedback(result: ExerciseResult, *, max_cases: int = 3) -> str:
+    """The exercise's feedback, then its failing cases' (name: feedback — diagnosis), then notes."""
+    lines = [result.feedback] if result.feedback else []
+    failing = [c for c in result.cases if not c.passed]
+    seen = set(lines)
+    for c in failing[:max_cases]:
+        text = f"{c.name}: {c.feedback}" if c.feedback else c.name
+        if c.diagnosis and c.diagnosis not in text:
+            text += f" Likely cause: {c.diagnosis}"
+        # The same failure in many cases (an import error) is said once.
+        if c.feedback not in seen:
+            lines.append(text)
+            seen.add(c.feedback)
+    if len(failing) > max_cases:
+        lines.append(f"... and {len(failing) - max_cases} more failing case(s)")
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def print_table(report: Report, console=None) -> None:
+    from rich.console import Console
+
+    console = console or Console()
+    console.print(table(report))
+    console.print(f"seed {report.seed} · submission sha256 {report.submission_sha256[:12]} · "
+                  f"grader {report.grader_version} · {report.wall_time:.2f} s", style="dim")
+
+
+def _points(x: float) -> str:
+    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+
+
+# ------------------------------------------------------------------------------ files
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, allow_nan=False)
+
+
+def to_gradescope(report: Report) -> dict:
+    """Gradescope's results.json: one test per case, named "<exercise id>: <case name>"."""
+    tests = []
+    for r in report.exercises:
+        notes = "".join(f"\nnote: {n}" for n in r.notes)
+        if not r.cases:  # no case results (e.g. the grader failed): the exercise as one test
+            tests.append(_test(f"{r.id}: {r.status}", r.score, r.max_score,
+                               r.status == "passed", (r.feedback + notes).strip()))
+            continue
+        for c in r.cases:
+            output = c.feedback or ("passed" if c.passed else "failed")
+            if c.diagnosis and c.diagnosis not in output:
+                output += f" Likely cause: {c.diagnosis}"
+            if r.feedback and not c.passed and r.feedback not in output:
+                output = f"{r.feedback}\n{output}"
+            tests.append(_test(f"{r.id}: {c.name}", c.score, c.max_score, c.passed, output + notes))
+    return _finite({
+        "score": report.score,
+        "execution_time": report.wall_time,
+        "output": f"{_points(report.score)}/{_points(report.max_score)} points "
+                  f"(seed {report.seed}, submission sha256 {report.submission_sha256[:12]}, "
+                  f"grader {report.grader_version})",
+        "visibility": "visible",
+        "tests": tests,
+    })
+
+
+def _test(name, score, max_score, passed, output) -> dict:
+    return {"name": name, "score": score, "max_score": max_score,
+            "status": "passed" if passed else "failed", "output": output, "visibility": "visible"}
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)  # replaces a file, or a symlink planted there, not its target
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finite(value):
+    """JSON without NaN or Infinity (not valid JSON): non-finite numbers become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

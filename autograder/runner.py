@@ -1,0 +1,208 @@
+"""Grading a submission, top to bottom.
+
+:func:`grade_submission` reads the submission, and for each selected exercise: draws its
+seeded cases, runs them in a fresh child of the zygote (the learner's side), and hands the
+outputs to the judge (the grader's side), which compares them with the reference and
+diagnoses. Exercises are pipelined: the child of exercise *i+1* already runs while the
+grader judges exercise *i* (two cores, two processes busy).
+
+The learner's code never runs here. Here run the references: the judge's, and those of the
+exercises the learner's code may call (``Exercise.uses``), answered over the child's socket
+so that one mistake counts once.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from . import __version__, protocol, sandbox
+from .report import Report
+from .spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
+from .submission import Submission, load
+
+DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
+
+
+def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | None = None,
+                     budget: float | None = None, zygote: sandbox.Zygote | None = None) -> Report:
+    """Grade the submission at ``path`` (a directory or a .zip) and return the report.
+
+    ``exercises``: ids to grade (default: all that have checks). ``time_limit``: seconds per
+    exercise, instead of each exercise's own. ``budget``: seconds for the whole run; the
+    exercises it leaves no time for are reported as timed out. ``zygote``: a learner-side
+    process already started (the CLI starts it first, to overlap the imports).
+    """
+    started = time.monotonic()
+    submission = path if isinstance(path, Submission) else load(path)
+    from .exercises import EXERCISES
+
+    selected = select(EXERCISES, exercises)
+    own_zygote = zygote is None
+    zygote = zygote or sandbox.Zygote()
+    scratch = tempfile.mkdtemp(prefix="mha-grade-")
+    run_deadline = started + (DEFAULT_BUDGET if budget is None else budget)
+    try:
+        results = _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch)
+    finally:
+        if own_zygote:
+            zygote.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return Report(
+        exercises=results,
+        score=round(sum(r.score for r in results), 6),
+        max_score=float(sum(r.max_score for r in results)),
+        seed=seed,
+        grader_version=__version__,
+        submission=submission.path,
+        submission_sha256=submission.sha256,
+        versions=_versions(),
+        wall_time=round(time.monotonic() - started, 3),
+        graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def select(exercises: dict[str, Exercise], ids) -> list[Exercise]:
+    """The exercises to grade, in course order; ValueError naming an unknown id."""
+    if not ids:
+        return list(exercises.values())
+    unknown = [i for i in ids if i not in exercises]
+    if unknown:
+        raise ValueError(f"no checks for exercise {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(exercises)}")
+    return [e for e in exercises.values() if e.id in ids]
+
+
+def case_rng(seed: int, exercise_id: str) -> np.random.Generator:
+    """Each exercise its own stream: adding an exercise does not change the others' cases."""
+    digest = int.from_bytes(hashlib.sha256(exercise_id.encode()).digest()[:8], "little")
+    return np.random.default_rng([seed, digest])
+
+
+# ------------------------------------------------------------------------- the pipeline
+
+@dataclass
+class _Running:
+    exercise: Exercise
+    cases: list[Case]
+    child: sandbox.Child | None
+    launched: float
+    timeout: float
+    proxies: dict
+    early: list | None = None  # outputs decided without a child (budget spent)
+
+
+def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch) -> list[ExerciseResult]:
+    """Run exercise i+1 in its child while judging exercise i, then collect i+1."""
+    from . import judge
+
+    results, pending = [], None  # pending: (run, outputs) collected, not yet judged
+    for i, exercise in enumerate(selected):
+        run = _launch(zygote, submission, exercise, seed, time_limit, run_deadline, f"{scratch}/{i}")
+        if pending is not None:
+            judged_from = time.monotonic()
+            results.append(_judge(judge, *pending))
+            run.launched += time.monotonic() - judged_from  # judging time is not the learner's
+        # Collected (and the child killed) before the next launch: the zygote kills every
+        # process left over from a child, so only one child may exist at a time.
+        pending = (run, _outputs(zygote, run, run_deadline))
+    if pending is not None:
+        results.append(_judge(judge, *pending))
+    return results
+
+
+def _launch(zygote, submission: Submission, exercise: Exercise, seed, time_limit, run_deadline, workdir):
+    cases = exercise.cases(case_rng(seed, exercise.id))
+    timeout = time_limit if time_limit is not None else exercise.timeout
+    proxies = _proxies(exercise)
+    if time.monotonic() >= run_deadline:
+        early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
+        return _Running(exercise, cases, None, time.monotonic(), timeout, proxies, early)
+    import os
+
+    os.makedirs(workdir, exist_ok=True)
+    child = zygote.launch()
+    job = {
+        "exercise": exercise.id, "module": exercise.module, "sources": submission.sources,
+        "proxies": proxies, "cases": [[c.driver, c.inputs] for c in cases],
+        "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1, "workdir": workdir,
+    }
+    child.start(job)
+    return _Running(exercise, cases, child, time.monotonic(), timeout, proxies)
+
+
+def _outputs(zygote, run: _Running, run_deadline) -> list:
+    """Every case's output or CaseError, the child killed and reaped whatever happened."""
+    if run.early is not None:
+        return run.early
+    deadline = min(run.launched + run.timeout, run_deadline)
+    try:
+        outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies))
+    finally:
+        status = zygote.finish(run.child)
+    if ended == "timeout":
+        why = (f"no result within {run.timeout:g} s: an infinite loop, or far too slow"
+               if deadline < run_deadline else "the run's time budget ran out during this exercise")
+        missing = CaseError("timeout", why)
+    elif ended == "garbage":
+        missing = CaseError("garbage", "the process running your code sent a malformed message")
+    elif ended == "closed":
+        missing = sandbox.describe_exit(status)
+    else:
+        missing = CaseError("garbage", "no result for this case")
+    return [missing if o is None else o for o in outputs]
+
+
+def _proxies(exercise: Exercise) -> dict[str, str]:
+    """The used exercises that can be proxied: functions (a class cannot cross a socket)."""
+    out = {}
+    for name in exercise.uses:
+        reference = getattr(importlib.import_module(f"solutions.{MODULE_OF[name]}"), name, None)
+        if inspect.isfunction(reference):
+            out[name] = MODULE_OF[name]
+    return out
+
+
+def _answerer(proxies: dict[str, str]):
+    """Answers the child's calls to proxied exercises with the reference's result."""
+
+    def answer(name, args, kwargs) -> bytes:
+        if name not in proxies or type(args) is not list or type(kwargs) is not dict:
+            return protocol.encode({"error": f"no reference for {name!r} in this exercise"})
+        reference = getattr(importlib.import_module(f"solutions.{proxies[name]}"), name)
+        try:
+            return protocol.encode({"result": reference(*args, **kwargs)})
+        except Exception as err:  # the learner's arguments made the reference fail
+            return protocol.encode({"error": f"{type(err).__name__}: {err}"[:500]})
+
+    return answer
+
+
+def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
+    notes = []
+    if run.proxies:
+        names = list(run.proxies)
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        notes.append(f"graded with the reference {listed} (one mistake counts once)")
+    try:
+        return judge.judge_exercise(run.exercise, run.cases, outputs, notes)
+    except Exception as err:  # a bug of the grader's: this exercise is reported, not the run lost
+        return ExerciseResult(
+            id=run.exercise.id, status="error", score=0.0, max_score=float(run.exercise.points),
+            feedback=f"the grader failed on this exercise ({type(err).__name__}: {err}); "
+                     "please report it", notes=notes,
+        )
+
+
+def _versions() -> dict[str, str]:
+    import torch
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}

@@ -1,0 +1,204 @@
+"""The grader's handle on the learner's processes (the code that runs there is worker.py).
+
+:class:`Zygote` starts ``python -m autograder.worker`` at once, so that its slow imports
+(NumPy, torch) overlap with the grader's own. :meth:`Zygote.launch` gets a forked child for
+one exercise, talking to the grader over a private socket; :meth:`Child.collect` sends it
+the job, answers its calls to proxied exercises, gathers one output per case until the
+deadline, and :meth:`Zygote.finish` then kills the child's whole process group (grandchildren
+included) and learns how it ended. A dead zygote is restarted by the next launch.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import protocol
+from .spec import CaseError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ZygoteError(Exception):
+    """The learner-side process could not be started or reached."""
+
+
+class Zygote:
+    def __init__(self, drivers: str = "autograder.drivers"):
+        self.drivers = drivers
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.start()
+
+    def start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "autograder.worker", str(theirs.fileno()), self.drivers],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
+        )
+        theirs.close()
+        self.control, self._ready = ours, False
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        if self._ready:
+            return
+        self.control.settimeout(timeout)
+        try:
+            if self.control.recv(1) != b"R":
+                raise ZygoteError("the learner-side process exited while starting")
+        except (socket.timeout, OSError) as err:
+            raise ZygoteError(f"the learner-side process did not start: {err}") from None
+        self._ready = True
+
+    def launch(self) -> "Child":
+        """A fresh child for one exercise; restarts a dead zygote once."""
+        for attempt in (1, 2):
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self._wait_ready()
+                socket.send_fds(self.control, [b"F"], [theirs.fileno()])
+                self.control.settimeout(30)
+                (pid,) = struct.unpack("<q", _recv_exactly(self.control, 8))
+                return Child(pid, ours)
+            except (OSError, ZygoteError, struct.error):
+                ours.close()
+                if attempt == 2:
+                    raise
+                self.restart()
+            finally:
+                theirs.close()
+        raise AssertionError("unreachable")
+
+    def finish(self, child: "Child") -> int | None:
+        """Kill what is left of the child's process group; its wait status (None if unknown)."""
+        for kill in (os.killpg, os.kill):  # the group, and the child if it left its group
+            try:
+                kill(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        child.sock.close()
+        try:
+            self.control.settimeout(10)
+            self.control.sendall(b"W" + struct.pack("<q", child.pid))
+            (status,) = struct.unpack("<q", _recv_exactly(self.control, 8))
+            return None if status < 0 else status
+        except (OSError, struct.error):
+            self.restart()  # the learner's code killed the zygote: a fresh one for the rest
+            return None
+
+    def restart(self) -> None:
+        self.close()
+        self.start()
+
+    def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Child:
+    pid: int
+    sock: socket.socket
+
+    def start(self, job: dict) -> bool:
+        """Send the job: the child starts on it at once (False if it is already gone)."""
+        try:
+            protocol.send(self.sock, job)
+            return True
+        except OSError:
+            return False
+
+    def collect(self, n_cases: int, deadline: float,
+                answer: Callable[[str, list, dict], bytes]) -> tuple[list, str | None]:
+        """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
+
+        Returns one entry per case (plain output, CaseError, or None when none came) and why
+        the exchange ended early (``"timeout"``, ``"closed"``, ``"garbage"``), or None.
+        """
+        outputs: list = [None] * n_cases
+        while True:
+            try:
+                frame = protocol.recv_frame(self.sock, deadline)
+            except TimeoutError:
+                return outputs, "timeout"
+            except protocol.Closed:
+                return outputs, "closed"
+            except protocol.Garbage:
+                return outputs, "garbage"
+            try:
+                msg = protocol.decode(frame)
+            except protocol.Garbage as err:
+                # Which case it was is unknowable; the first without an output takes the blame.
+                slot = next((i for i, o in enumerate(outputs) if o is None), None)
+                if slot is not None:
+                    outputs[slot] = CaseError("garbage", f"your code returned {err}")
+                continue
+            if type(msg) is not dict:
+                return outputs, "garbage"
+            if "call" in msg:
+                msg = protocol.decode(frame, torch_tensors=True)  # the reference takes tensors
+                reply = answer(msg.get("call"), msg.get("args"), msg.get("kwargs"))
+                try:
+                    protocol.send_frame(self.sock, reply)
+                except OSError:
+                    return outputs, "closed"
+            elif msg.get("done") is True:
+                return outputs, None
+            elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
+                if "ok" in msg:
+                    outputs[msg["case"]] = msg["ok"]
+                else:
+                    outputs[msg["case"]] = _case_error(msg.get("error"))
+            else:
+                return outputs, "garbage"
+
+
+def _case_error(error) -> CaseError:
+    kinds = ("not_implemented", "missing", "import", "exception", "timeout", "memory", "crash", "garbage")
+    if type(error) is list and len(error) == 2 and error[0] in kinds and type(error[1]) is str:
+        return CaseError(error[0], error[1][:2000])
+    return CaseError("garbage", "the learner's process sent a malformed error")
+
+
+def describe_exit(status: int | None) -> CaseError:
+    """How a child that sent no result for a case ended, as that case's error."""
+    if status is None:
+        return CaseError("crash", "the process running your code died")
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            return CaseError("timeout", "your code used more CPU time than allowed")
+        if sig == signal.SIGKILL:
+            return CaseError("memory", "the process running your code was killed (SIGKILL), "
+                                       "most likely for using too much memory")
+        return CaseError("crash", f"the process running your code died of signal {signal.Signals(sig).name}")
+    code = os.WEXITSTATUS(status)
+    return CaseError("crash", f"the process running your code exited (status {code}) before returning "
+                              "a result: os._exit, or an exit that was not an exception")
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise OSError("end of stream")
+        data += chunk
+    return data
+
+
+def clock() -> float:
+    return time.monotonic()

@@ -1,0 +1,394 @@
+"""The learner's side: a zygote process that forks one confined child per exercise.
+
+``python -m autograder.worker CONTROL_FD DRIVERS`` starts the zygote. It imports NumPy,
+torch and the drivers once (the slow part, done while the grader imports its own modules in
+parallel) and then waits. For each exercise the grader sends it a socket (SCM_RIGHTS); the
+zygote forks a child that owns that socket, and the grader talks to the child directly:
+
+    grader -> child   the job: module sources, proxied names, the cases (driver, inputs)
+    child  -> grader  {"case": i, "ok": output} or {"case": i, "error": [kind, message]}
+    child  -> grader  {"call": name, ...}: a proxied exercise, answered by the reference
+    child  -> grader  {"done": true}
+
+The child confines itself before running any learner code (own process group, memory, CPU
+and file-size limits, stdout/stderr to /dev/null, a scratch working directory, no
+``solutions`` and no judge on the import path), loads the submission as a synthetic package
+``mha_exercises`` and runs the cases. Whatever happens in it (an exit, a crash, a hang that
+the grader kills) costs only that exercise. This module imports nothing of the grader's
+beyond the drivers, the protocol and the spec.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import traceback
+import types
+
+# Modules a learner's process must never import: the references and the scoring.
+BLOCKED = ("solutions", "autograder.judge", "autograder.exercises", "autograder.runner",
+           "autograder.report", "autograder.cli", "autograder.sandbox")
+PACKAGE = "mha_exercises"
+
+
+# ------------------------------------------------------------------------------ the zygote
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    control = socket.socket(fileno=int(argv[0]))
+    drivers_name = argv[1] if len(argv) > 1 else "autograder.drivers"
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import numpy  # noqa: F401
+    import torch
+
+    torch.set_num_threads(1)
+    from autograder import protocol
+
+    protocol.capture_torch()
+    import importlib
+
+    try:
+        drivers = importlib.import_module(drivers_name)
+    except Exception as err:  # the grader reports it; every case then fails as a crash
+        drivers = err
+    _become_subreaper()
+    control.sendall(b"R")  # ready
+    statuses: dict[int, int] = {}
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 16, 1)
+        except OSError:
+            return
+        if not msg:
+            return  # the grader is gone
+        if msg[:1] == b"F" and fds:
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _child(socket.socket(fileno=fds[0]), drivers)  # never returns
+            os.close(fds[0])
+            try:
+                os.setpgid(pid, pid)  # also done in the child: whichever runs first
+            except OSError:
+                pass
+            control.sendall(struct.pack("<q", pid))
+        elif msg[:1] == b"W":  # reap a finished child, report how it ended, kill leftovers
+            (pid,) = struct.unpack("<q", msg[1:9])
+            status = _reap(pid, statuses)
+            _kill_orphans()
+            control.sendall(struct.pack("<q", status))
+        else:
+            for fd in fds:
+                os.close(fd)
+
+
+def _become_subreaper() -> None:
+    """Orphans of the learner's code (a double fork, setsid) get re-parented to the zygote,
+    which kills them after each exercise, instead of escaping to init."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        pass
+
+
+def _reap(pid: int, statuses: dict[int, int]) -> int:
+    if pid in statuses:
+        return statuses.pop(pid)
+    try:
+        _, status = os.waitpid(pid, 0)
+        return status
+    except ChildProcessError:
+        return -1
+
+
+def _kill_orphans() -> None:
+    """SIGKILL every remaining child of the zygote (re-parented descendants), and reap."""
+    me = str(os.getpid())
+    for _ in range(5):  # killing a process re-parents its own children to us: repeat
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                found = True
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not found:
+            return
+
+
+# ------------------------------------------------------------------------------- a child
+
+def _child(sock: socket.socket, drivers) -> None:
+    """Run one exercise's cases; never returns (os._exit), whatever the learner's code does."""
+    from autograder import protocol
+
+    code = 0
+    try:
+        os.setpgid(0, 0)
+        job = protocol.recv(sock)
+        _confine(job)
+        _run(sock, job, drivers, protocol)
+    except BaseException:  # noqa: BLE001  the grader sees the missing results as a crash
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _confine(job: dict) -> None:
+    """Limits, silence and a scratch directory before the learner's code exists in here."""
+    os.chdir(job["workdir"])
+    tempfile.tempdir = job["workdir"]
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # anything the learner prints goes nowhere: results use the socket
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    _limit(resource.RLIMIT_AS, _address_space() + job["memory_mb"] * 2**20)
+    _limit(resource.RLIMIT_CPU, int(job["cpu_seconds"]) + 1)
+    _limit(resource.RLIMIT_FSIZE, 64 * 2**20)
+    _limit(resource.RLIMIT_CORE, 0)
+    # The import path: no repository root, no current directory, and a blocker in front of
+    # every finder (the editable install's finder would otherwise find `solutions`).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != root]
+    for name in list(sys.modules):
+        if _blocked(name) or name == PACKAGE or name.startswith(PACKAGE + "."):
+            del sys.modules[name]
+    sys.meta_path.insert(0, _Blocker())
+
+
+def _limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    try:
+        resource.setrlimit(which, (value, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _address_space() -> int:
+    """Bytes of virtual memory in use now (torch alone maps a few GB it never touches)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _blocked(name: str) -> bool:
+    return any(name == b or name.startswith(b + ".") for b in BLOCKED)
+
+
+class _Blocker:
+    """A meta-path finder that refuses the grader's modules and serves the submission."""
+
+    def __init__(self):
+        self.package: _Submission | None = None
+
+    def find_spec(self, name, path=None, target=None):
+        if _blocked(name):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if self.package is not None and name.startswith(PACKAGE + "."):
+            return self.package.find_spec(name)
+        return None
+
+
+# ------------------------------------------------------------ the submission as a package
+
+class _Submission:
+    """``mha_exercises`` made of the learner's sources, with some exercises proxied.
+
+    ``proxies`` maps an exercise name to its module: those names are replaced by a function
+    that asks the grader for the reference result (one mistake counts once). They are set
+    on their own module right after it runs, and on every module that imported them by name
+    (``from .heads import split_heads``) once the exercise's module has loaded. A sibling
+    module that is missing or fails to import is replaced by one holding just the proxies.
+    """
+
+    def __init__(self, sources: dict, proxies: dict, call_grader):
+        import importlib.machinery
+        import importlib.util
+
+        self.sources, self.proxies = sources, proxies
+        self.functions = {name: _proxy(name, call_grader) for name in proxies}
+        self._machinery, self._util = importlib.machinery, importlib.util
+        package = types.ModuleType(PACKAGE)
+        package.__path__ = []  # a package with no directory: submodules come from find_spec
+        package.__package__ = PACKAGE
+        package.__file__ = f"<submission>/{PACKAGE}/__init__.py"
+        sys.modules[PACKAGE] = package
+        self.package = package
+
+    def find_spec(self, fullname):
+        name = fullname[len(PACKAGE) + 1 :]
+        if name in self.sources or name in self.proxies.values():
+            return self._util.spec_from_loader(fullname, _SourceLoader(self, name), origin=f"{name}.py")
+        raise ModuleNotFoundError(f"No module named {fullname!r}: {name}.py is not in the submission",
+                                  name=fullname)
+
+    def run_module(self, module, name):
+        source = self.sources.get(name)
+        if source is None:  # only proxies live here
+            module.__dict__.update({f: p for f, p in self.functions.items() if self.proxies[f] == name})
+            return
+        # Siblings first, so their proxies are in place when this module imports them by name.
+        for other in sorted(set(self.proxies.values()) - {name}):
+            self.import_sibling(other)
+        code = compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+        self.install_proxies()
+
+    def import_sibling(self, name):
+        full = f"{PACKAGE}.{name}"
+        if full in sys.modules:
+            return
+        import importlib
+
+        try:
+            importlib.import_module(full)
+        except BaseException:  # noqa: BLE001  a broken sibling: its proxies stand in for it
+            sys.modules.pop(full, None)
+            stand_in = types.ModuleType(full)
+            stand_in.__dict__.update({f: p for f, p in self.functions.items() if self.proxies[f] == name})
+            sys.modules[full] = stand_in
+            setattr(self.package, name, stand_in)
+
+    def install_proxies(self):
+        for full, module in list(sys.modules.items()):
+            if full.startswith(PACKAGE + ".") and module is not None:
+                for f, proxy in self.functions.items():
+                    if f in module.__dict__:
+                        module.__dict__[f] = proxy
+
+
+class _SourceLoader:
+    def __init__(self, submission: _Submission, name: str):
+        self.submission, self.name = submission, name
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.__file__ = f"<submission>/{PACKAGE}/{self.name}.py"
+        self.submission.run_module(module, self.name)
+
+
+def _proxy(name: str, call_grader):
+    def proxy(*args, **kwargs):
+        return call_grader(name, list(args), kwargs)
+
+    proxy.__name__ = proxy.__qualname__ = name
+    proxy.__doc__ = f"The reference {name}, computed by the grader (your {name} is graded on its own)."
+    return proxy
+
+
+class _Namespace:
+    """What a driver sees: ``ns.module("attention")`` is the learner's module."""
+
+    def __init__(self, submission: _Submission):
+        self.submission = submission
+
+    def module(self, name: str):
+        import importlib
+
+        module = importlib.import_module(f"{PACKAGE}.{name}")
+        self.submission.install_proxies()
+        return module
+
+
+# -------------------------------------------------------------------------- the case loop
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def _run(sock, job, drivers, protocol) -> None:
+    def call_grader(name, args, kwargs):
+        protocol.send(sock, {"call": name, "args": args, "kwargs": kwargs})
+        reply = protocol.recv(sock, torch_tensors=True)
+        if "error" in reply:
+            raise RuntimeError(f"the reference {name} raised {reply['error']}")
+        return reply["result"]
+
+    blocker = next(f for f in sys.meta_path if isinstance(f, _Blocker))
+    submission = _Submission(job["sources"], job["proxies"], call_grader)
+    blocker.package = submission
+    ns = _Namespace(submission)
+    setup_error = _prepare(ns, job, drivers)
+    for i, (driver, inputs) in enumerate(job["cases"]):
+        if setup_error is not None:
+            protocol.send(sock, {"case": i, "error": [setup_error.kind, setup_error.message]})
+            continue
+        try:
+            output = getattr(drivers, driver)(ns, **inputs)
+            frame = protocol.encode({"case": i, "ok": output})
+        except protocol.Garbage as err:
+            frame = protocol.encode({"case": i, "error": ["garbage", f"your code returned {err}"]})
+        except BaseException as err:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
+            kind, message = _classify(err)
+            frame = protocol.encode({"case": i, "error": [kind, message]})
+        protocol.send_frame(sock, frame)
+    protocol.send(sock, {"done": True})
+
+
+def _prepare(ns, job, drivers) -> _Failure | None:
+    """Import the exercise's module once: a failure there is the same for every case."""
+    if isinstance(drivers, BaseException):
+        return _Failure("crash", f"the grader's drivers failed to import: {drivers!r}")
+    module, exercise = job["module"], job["exercise"]
+    if module not in job["sources"]:
+        return _Failure("missing", f"{module}.py is not in the submission")
+    try:
+        mod = ns.module(module)
+    except BaseException as err:  # noqa: BLE001
+        return _Failure("import", f"{module}.py failed to import: {_describe(err)}")
+    if exercise not in mod.__dict__:
+        return _Failure("missing", f"{module}.py defines no `{exercise}`")
+    return None
+
+
+def _classify(err: BaseException) -> tuple[str, str]:
+    if isinstance(err, NotImplementedError):
+        return "not_implemented", "still raises NotImplementedError"
+    if isinstance(err, MemoryError):
+        return "memory", "ran out of memory (MemoryError)"
+    if isinstance(err, (SystemExit, KeyboardInterrupt)):
+        return "exception", f"raised {type(err).__name__} (exiting is not a result)"
+    return "exception", f"raised {_describe(err)}"
+
+
+def _describe(err: BaseException) -> str:
+    """``ValueError: message (attention.py, line 12)``: the learner's own frame if any."""
+    try:
+        text = f"{type(err).__name__}: {err}"[:500]
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.startswith(PACKAGE)]
+        if isinstance(err, SyntaxError) and err.filename and err.filename.startswith(PACKAGE):
+            return f"{text}"
+        if frames:
+            f = frames[-1]
+            text += f" ({f.filename.split('/')[-1]}, line {f.lineno})"
+        return text
+    except BaseException:  # noqa: BLE001  a hostile __str__
+        return "an exception"
+
+
+if __name__ == "__main__":
+    main()
