@@ -307,7 +307,7 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
     for i, diagnosis in found.items():
         results[i].diagnosis = diagnosis
         results[i].feedback = f"{_sentence(diagnosis)} ({results[i].feedback})"
-    score = sum(r.score for r in results)
+    score = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     if kinds and len(kinds) == len(outputs) and all(k in NOT_ATTEMPTED for k in kinds):
         status = "not attempted"

@@ -1,2 +1,78 @@
-"""placeholder"""
-EXERCISES = ()
+"""Checks of chapter 5 (``analysis.py``): ``attention_entropy``."""
+from __future__ import annotations
+
+import numpy as np
+
+from solutions.masking import masked_softmax
+
+from ..spec import Exercise
+from .cases import call_case, randn
+
+# A common guard, log(w + eps) with eps <= 1e-10, moves a float64 entropy by up to Lk * eps:
+# looser than the float64 default so that it passes, far tighter than any real bug.
+GUARDED_LOG = {"rtol": 1e-8, "atol": 1e-9}
+
+
+def entropy_cases(rng):
+    B, H, Lq, Lk = 2, 3, 4, 5
+    sizes = dict(B=B, H=H, Lq=Lq, Lk=Lk)
+
+    def weights(dtype, mask=None, scale=2.0, shape=(B, H, Lq, Lk)):
+        return masked_softmax(randn(rng, shape, dtype, scale), mask)
+
+    def case(name, w, dtype, sizes=sizes):
+        tolerance = GUARDED_LOG if dtype == "float64" else {}
+        return call_case(name, "attention_entropy", [w], dtype=dtype, sizes=sizes, properties=("inputs_unchanged",),
+                         **tolerance)
+
+    masked = rng.random((B, H, Lq, Lk)) < 0.6
+    masked[..., 0] = True
+    masked[0, 1, 2] = masked[1, 0, 3] = False  # fully masked rows: all-zero weights, entropy 0
+    one_hot = np.eye(Lk)[rng.integers(0, Lk, (B, Lq))]  # (B, Lq, Lk)
+    return [
+        case("float64 softmax weights", weights("float64"), "float64"),
+        case("float32 stays float32", weights("float32"), "float32"),
+        case("zeros at masked keys and fully masked rows (0 log 0 = 0)", weights("float64", masked), "float64"),
+        case("float32 with zeros", weights("float32", masked), "float32"),
+        case("one-hot rows have entropy 0", one_hot, "float64", dict(B=B, Lq=Lq, Lk=Lk)),
+        case("uniform rows have entropy log(Lk)", np.full((3, Lq, Lk), 1 / Lk), "float64", dict(B=3, Lq=Lq, Lk=Lk)),
+        case("2-D weights (Lq, Lk)", weights("float64", shape=(Lq, Lk)), "float64", dict(Lq=Lq, Lk=Lk)),
+    ]
+
+
+def _entropy(weights, log=np.log, axis=-1):
+    w = np.asarray(weights)
+    return -(w * log(np.where(w > 0, w, 1))).sum(axis=axis)
+
+
+def entropy_in_bits(weights):
+    return _entropy(weights, log=np.log2)
+
+
+def entropy_nan_on_zeros(weights):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -(weights * np.log(weights)).sum(axis=-1)
+
+
+def entropy_over_queries(weights):
+    return _entropy(weights, axis=-2)
+
+
+def entropy_sign_flipped(weights):
+    return -_entropy(weights)
+
+
+ATTENTION_ENTROPY = Exercise(
+    id="attention_entropy",
+    cases=entropy_cases,
+    bugs={
+        "your output is in bits (log2): the entropy is asked in nats (natural log)": entropy_in_bits,
+        "your output is NaN where a weight is 0: 0 * log(0) = 0 * -inf = NaN, so take 0 log 0 = 0 "
+        "(e.g. log of np.where(w > 0, w, 1))": entropy_nan_on_zeros,
+        "your output sums over the query axis: the entropy of each query's row sums over the keys "
+        "(the last axis)": entropy_over_queries,
+        "your output has the wrong sign: H = -sum w log w is never negative": entropy_sign_flipped,
+    },
+)
+
+EXERCISES = (ATTENTION_ENTROPY,)
