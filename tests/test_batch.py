@@ -1,0 +1,188 @@
+"""Batch grading of a class: parallel graders, hostile submissions, caching, summary, similarity.
+
+Most tests grade with a small stand-in for the pipeline (``_fake_grade``: no torch, instant),
+so they test the batch machinery itself; ``test_batch_with_the_real_pipeline`` runs the real
+isolated grader on a three-learner class and one exercise.
+"""
+import csv
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import batch, similarity, summary
+from autograder.spec import POINTS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = "def softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)\n"
+
+
+def _fake_grade(path, exercises=None, seed=0):
+    """Stand-in for runner.grade_submission: behaviour chosen by the submission's files."""
+    p = Path(path)
+    code = (p / "attention.py").read_text() if (p / "attention.py").exists() else ""
+    if "HANG" in code:
+        time.sleep(60)
+    if "EXIT" in code:
+        os._exit(3)
+    if "RAISE" in code:
+        raise RuntimeError("grader bug")
+    ok = "np.exp" in code
+    diagnosis = None if ok or not code else "your output matches softmax without max subtraction"
+    ids = exercises or ["softmax", "scaled_dot_product_attention"]
+    exs = [{"id": e, "status": "passed" if ok else ("failed" if code else "not attempted"),
+            "score": float(POINTS[e]) if ok else 0.0, "max_score": float(POINTS[e]),
+            "cases": [{"name": "float32", "score": 0.0, "max_score": 1.0, "passed": ok, "feedback": "",
+                       "diagnosis": diagnosis}], "feedback": "", "notes": []} for e in ids]
+    return {"submission": str(p), "score": sum(e["score"] for e in exs),
+            "max_score": float(sum(POINTS[e] for e in ids)), "exercises": exs, "seed": seed,
+            "grader_pid": os.getpid()}
+
+
+def _class(tmp_path, learners: dict[str, str]) -> Path:
+    root = tmp_path / "class"
+    for learner, code in learners.items():
+        (root / learner).mkdir(parents=True)
+        if code is not None:
+            (root / learner / "attention.py").write_text(code)
+    return root
+
+
+def _grades(out: Path) -> dict[str, dict]:
+    with open(out / "grades.csv") as f:
+        return {row["learner"]: row for row in csv.DictReader(f)}
+
+
+def test_hostile_submissions_cost_only_their_own_time(tmp_path):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "x = 1  # HANG",
+                             "cy": "EXIT", "dee": "RAISE", "eve": None, "fay": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    start = time.perf_counter()
+    result = batch.run_batch(root, out, jobs=2, timeout=2.0, grade=_fake_grade, progress=False)
+    wall = time.perf_counter() - start
+    # Only the hang waits for its deadline (2 s); everything else is graded meanwhile by the other grader.
+    assert wall < 10
+    grades = _grades(out)
+    assert sorted(grades) == ["ada", "bob", "cy", "dee", "eve", "fay"]
+    assert float(grades["ada"]["total"]) == POINTS["softmax"] + POINTS["scaled_dot_product_attention"]
+    assert grades["ada"]["softmax"] == str(POINTS["softmax"]) and grades["ada"]["error"] == ""
+    assert "longer than 2 s" in grades["bob"]["error"]
+    assert "died" in grades["cy"]["error"]
+    assert "RuntimeError: grader bug" in json.loads((out / "reports" / "dee.json").read_text())["error"]
+    for learner in ("bob", "cy", "dee"):
+        report = json.loads((out / "reports" / f"{learner}.json").read_text())
+        assert report["score"] == 0 and {e["status"] for e in report["exercises"]} == {"error"}
+    assert float(grades["eve"]["total"]) == 0 and float(grades["fay"]["total"]) == 0
+    assert {o.learner for o in result.outcomes if o.error} == {"bob", "cy", "dee"}
+    assert (out / "summary.png").stat().st_size > 1000
+    assert "| `softmax` | 5 | 17% |" in (out / "summary.md").read_text()
+
+
+def test_rerun_grades_only_changed_submissions(tmp_path):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x", "cy": None})
+    out = tmp_path / "out"
+    first = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False)
+    assert first.graded == 3
+    pids = {o.learner: o.report["grader_pid"] for o in first.outcomes}
+    assert len(set(pids.values())) <= 2  # graders are reused across submissions
+
+    again = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False)
+    assert again.graded == 0 and len(again.outcomes) == 3
+    assert _grades(out)["ada"]["total"] == str(POINTS["softmax"] + POINTS["scaled_dot_product_attention"])
+
+    (root / "bob" / "attention.py").write_text("import numpy as np\n" + GOOD)
+    changed = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False)
+    assert [o.learner for o in changed.outcomes if not o.skipped] == ["bob"]
+    assert float(_grades(out)["bob"]["total"]) > 0
+
+    # A different exercise selection or seed is a different grade: graded again.
+    assert batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, seed=7).graded == 3
+    forced = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, seed=7, force=True)
+    assert forced.graded == 3
+
+
+def test_content_hash_ignores_caches_and_zip_timestamps(tmp_path):
+    root = _class(tmp_path, {"ada": GOOD})
+    h = batch.content_hash(root / "ada")
+    (root / "ada" / "__pycache__").mkdir()
+    (root / "ada" / "__pycache__" / "attention.cpython-311.pyc").write_bytes(b"\0")
+    assert batch.content_hash(root / "ada") == h
+    (root / "ada" / "attention.py").write_text(GOOD + "\n")
+    assert batch.content_hash(root / "ada") != h
+    z1 = shutil.make_archive(str(tmp_path / "z1"), "zip", root / "ada")
+    os.utime(root / "ada" / "attention.py", (1e9, 1e9))
+    z2 = shutil.make_archive(str(tmp_path / "z2"), "zip", root / "ada")
+    assert batch.content_hash(Path(z1)) == batch.content_hash(Path(z2))
+
+
+def test_find_submissions_dirs_zips_and_notebooks(tmp_path):
+    for d in ("ada", ".git", "__MACOSX"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "bob.zip").write_bytes(b"PK")
+    (tmp_path / "cy.ipynb").write_text("{}")
+    (tmp_path / "notes.txt").write_text("")
+    assert sorted(batch.find_submissions(tmp_path)) == ["ada", "bob", "cy"]
+
+
+def test_summary_counts_mistakes_once_per_learner():
+    def report(score, status, diagnoses):
+        cases = [{"name": str(i), "diagnosis": d} for i, d in enumerate(diagnoses)]
+        return {"score": score, "max_score": 5.0,
+                "exercises": [{"id": "softmax", "status": status, "score": score, "max_score": 5.0, "cases": cases}]}
+    stats = summary.summarize({
+        "a": report(5.0, "passed", []), "b": report(0.0, "failed", ["no max subtraction", "no max subtraction"]),
+        "c": report(2.5, "partial", ["no max subtraction", "wrong axis"]), "d": report(0.0, "not attempted", []),
+    })
+    (ex,) = stats.exercises
+    assert (ex.passed, ex.attempted) == (1, 3)
+    assert ex.mistakes.most_common() == [("no max subtraction", 2), ("wrong axis", 1)]
+    assert [k for *_, k in stats.histogram] == [2, 0, 0, 0, 0, 1, 0, 0, 0, 1]  # 5.0 falls in the last bin
+    md = summary.to_markdown(stats)
+    assert "| `softmax` | 5 | 25% | 75% | 1.88 | no max subtraction (2/4); wrong axis (1/4) |" in md
+
+
+def test_similarity_sees_through_renaming_and_formatting():
+    body = ("import numpy as np\n\ndef softmax(x, axis=-1):\n    '''Mine.'''\n"
+            "    shifted = x - np.max(x, axis=axis, keepdims=True)  # stability\n"
+            "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
+            "    return exps / total\n")
+    renamed = ("import numpy as np\ndef softmax(logits, axis = -1):\n    # copied\n"
+               "    z = logits - np.max(logits, axis=axis, keepdims=True)\n    e = np.exp(z)\n"
+               "    s = np.sum(e, axis=axis, keepdims=True)\n\n    return e/s\n")
+    own = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
+           "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
+           "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
+           "    return np.moveaxis(out, -1, axis)\n")
+    stub = (ROOT / "mha_exercises" / "attention.py").read_text()
+    pairs = similarity.compare({"ada": {"attention": body}, "bob": {"attention": renamed},
+                                "cy": {"attention": own}, "s1": {"attention": stub}, "s2": {"attention": stub}},
+                               threshold=0.9)
+    assert [(p.a, p.b, list(p.exercises)) for p in pairs] == [("ada", "bob", ["softmax"])]
+    assert pairs[0].exercises["softmax"] == 1.0
+
+
+def test_batch_with_the_real_pipeline(tmp_path):
+    """Three learners through the isolated pipeline, one exercise: correct, stubs, os._exit at import."""
+    pytest.importorskip("autograder.runner")
+    root = tmp_path / "class"
+    shutil.copytree(ROOT / "solutions", root / "ada")
+    shutil.copytree(ROOT / "mha_exercises", root / "bob")
+    (root / "cy").mkdir()
+    (root / "cy" / "attention.py").write_text("import os\nos._exit(0)\n")
+    shutil.make_archive(str(root / "ada"), "zip", root / "ada")  # ada hands in a zip
+    shutil.rmtree(root / "ada")
+    out = tmp_path / "out"
+    assert batch.main([str(root), "--out", str(out), "--jobs", "2", "--exercise", "softmax",
+                       "--quiet", "--similarity"]) == 0
+    grades = _grades(out)
+    assert grades["ada"]["softmax"] == str(POINTS["softmax"]) and grades["ada"]["total"] == str(POINTS["softmax"])
+    assert grades["bob"]["total"] == "0" and grades["cy"]["total"] == "0"
+    bob = json.loads((out / "reports" / "bob.json").read_text())
+    assert [e["status"] for e in bob["exercises"]] == ["not attempted"]
+    cy = json.loads((out / "reports" / "cy.json").read_text())
+    assert [e["status"] for e in cy["exercises"]] == ["error"]
+    assert (out / "similarity.csv").exists() and (out / "summary.png").exists()
