@@ -60,21 +60,19 @@ def table(report: Report, *, width: int | None = None):
     return t
 
 
-def feedback(result: ExerciseResult, *, max_cases: int = 3) -> str:
-    """The exercise's feedback, then its failing cases' (name: feedback — diagnosis), then notes."""
+def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
+    """The judge's summary, then other failing cases that say something new, then the notes."""
     lines = [result.feedback] if result.feedback else []
-    failing = [c for c in result.cases if not c.passed]
-    seen = set(lines)
-    for c in failing[:max_cases]:
-        text = f"{c.name}: {c.feedback}" if c.feedback else c.name
-        if c.diagnosis and c.diagnosis not in text:
-            text += f" Likely cause: {c.diagnosis}"
-        # The same failure in many cases (an import error) is said once.
-        if c.feedback not in seen:
-            lines.append(text)
-            seen.add(c.feedback)
-    if len(failing) > max_cases:
-        lines.append(f"... and {len(failing) - max_cases} more failing case(s)")
+    if result.status != "not attempted":
+        shown = 0
+        for c in result.cases:
+            if shown == max_cases:
+                break
+            said = c.feedback if c.diagnosis is None else c.diagnosis
+            if c.passed or not c.feedback or any(said.lower() in line.lower() for line in lines):
+                continue  # the same failure in many cases (an import error) is said once
+            lines.append(f"{c.name}: {c.feedback}")
+            shown += 1
     lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
 
@@ -109,10 +107,8 @@ def to_gradescope(report: Report) -> dict:
             continue
         for c in r.cases:
             output = c.feedback or ("passed" if c.passed else "failed")
-            if c.diagnosis and c.diagnosis not in output:
+            if c.diagnosis and c.diagnosis.lower() not in output.lower():
                 output += f" Likely cause: {c.diagnosis}"
-            if r.feedback and not c.passed and r.feedback not in output:
-                output = f"{r.feedback}\n{output}"
             tests.append(_test(f"{r.id}: {c.name}", c.score, c.max_score, c.passed, output + notes))
     return _finite({
         "score": report.score,

@@ -149,7 +149,7 @@ def _outputs(zygote, run: _Running, run_deadline) -> list:
     finally:
         status = zygote.finish(run.child)
     if ended == "timeout":
-        why = (f"no result within {run.timeout:g} s: an infinite loop, or far too slow"
+        why = (f"no result within {run.timeout:g} s (an infinite loop, or far too slow)"
                if deadline < run_deadline else "the run's time budget ran out during this exercise")
         missing = CaseError("timeout", why)
     elif ended == "garbage":

@@ -144,7 +144,7 @@ class Child:
                 # Which case it was is unknowable; the first without an output takes the blame.
                 slot = next((i for i, o in enumerate(outputs) if o is None), None)
                 if slot is not None:
-                    outputs[slot] = CaseError("garbage", f"your code returned {err}")
+                    outputs[slot] = CaseError("garbage", str(err))
                 continue
             if type(msg) is not dict:
                 return outputs, "garbage"
@@ -176,18 +176,17 @@ def _case_error(error) -> CaseError:
 def describe_exit(status: int | None) -> CaseError:
     """How a child that sent no result for a case ended, as that case's error."""
     if status is None:
-        return CaseError("crash", "the process running your code died")
+        return CaseError("crash", "it stopped before returning a result")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU:
             return CaseError("timeout", "your code used more CPU time than allowed")
         if sig == signal.SIGKILL:
-            return CaseError("memory", "the process running your code was killed (SIGKILL), "
-                                       "most likely for using too much memory")
-        return CaseError("crash", f"the process running your code died of signal {signal.Signals(sig).name}")
+            return CaseError("memory", "the process was killed (SIGKILL), most likely for using too much memory")
+        return CaseError("crash", f"killed by signal {signal.Signals(sig).name}")
     code = os.WEXITSTATUS(status)
-    return CaseError("crash", f"the process running your code exited (status {code}) before returning "
-                              "a result: os._exit, or an exit that was not an exception")
+    return CaseError("crash", f"it exited (status {code}) before returning a result: os._exit, "
+                              "or an exit the grader could not catch")
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:

@@ -217,17 +217,22 @@ class _Submission:
     ``proxies`` maps an exercise name to its module: those names are replaced by a function
     that asks the grader for the reference result (one mistake counts once). They are set
     on their own module right after it runs, and on every module that imported them by name
-    (``from .heads import split_heads``) once the exercise's module has loaded. A sibling
-    module that is missing or fails to import is replaced by one holding just the proxies.
+    (``from .heads import split_heads``) once the exercise's module has loaded.
+
+    A *sibling* (a module other than the graded exercise's ``own``) that is missing or fails
+    to import becomes a stand-in: its proxies, and for its other exercises placeholders that
+    raise when called. So ``from .masking import masked_softmax`` in attention.py still
+    works when masking.py is broken, and a mistake there costs only the exercises that call it.
     """
 
-    def __init__(self, sources: dict, proxies: dict, call_grader):
-        import importlib.machinery
+    def __init__(self, sources: dict, proxies: dict, own: str, call_grader):
         import importlib.util
 
-        self.sources, self.proxies = sources, proxies
+        from autograder.spec import MODULE_OF
+
+        self.sources, self.proxies, self.own, self.module_of = sources, proxies, own, MODULE_OF
         self.functions = {name: _proxy(name, call_grader) for name in proxies}
-        self._machinery, self._util = importlib.machinery, importlib.util
+        self._util = importlib.util
         package = types.ModuleType(PACKAGE)
         package.__path__ = []  # a package with no directory: submodules come from find_spec
         package.__package__ = PACKAGE
@@ -237,37 +242,31 @@ class _Submission:
 
     def find_spec(self, fullname):
         name = fullname[len(PACKAGE) + 1 :]
-        if name in self.sources or name in self.proxies.values():
+        if name in self.sources or (name != self.own and name in self.module_of.values()):
             return self._util.spec_from_loader(fullname, _SourceLoader(self, name), origin=f"{name}.py")
         raise ModuleNotFoundError(f"No module named {fullname!r}: {name}.py is not in the submission",
                                   name=fullname)
 
     def run_module(self, module, name):
-        source = self.sources.get(name)
-        if source is None:  # only proxies live here
-            module.__dict__.update({f: p for f, p in self.functions.items() if self.proxies[f] == name})
-            return
         # Siblings first, so their proxies are in place when this module imports them by name.
         for other in sorted(set(self.proxies.values()) - {name}):
-            self.import_sibling(other)
-        code = compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True)
-        exec(code, module.__dict__)
+            __import__(f"{PACKAGE}.{other}")
+        source = self.sources.get(name)
+        try:
+            if source is None:
+                raise ModuleNotFoundError(f"{name}.py is not in the submission")
+            exec(compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True), module.__dict__)
+        except BaseException as err:  # noqa: BLE001  SystemExit at import too
+            if name == self.own:
+                raise
+            self.stand_in(module, name, err)
         self.install_proxies()
 
-    def import_sibling(self, name):
-        full = f"{PACKAGE}.{name}"
-        if full in sys.modules:
-            return
-        import importlib
-
-        try:
-            importlib.import_module(full)
-        except BaseException:  # noqa: BLE001  a broken sibling: its proxies stand in for it
-            sys.modules.pop(full, None)
-            stand_in = types.ModuleType(full)
-            stand_in.__dict__.update({f: p for f, p in self.functions.items() if self.proxies[f] == name})
-            sys.modules[full] = stand_in
-            setattr(self.package, name, stand_in)
+    def stand_in(self, module, name, err):
+        why = f"{name}.py could not be imported ({_describe(err)})"
+        for exercise, home in self.module_of.items():
+            if home == name:
+                module.__dict__[exercise] = self.functions.get(exercise) or _placeholder(exercise, why)
 
     def install_proxies(self):
         for full, module in list(sys.modules.items()):
@@ -287,6 +286,14 @@ class _SourceLoader:
     def exec_module(self, module):
         module.__file__ = f"<submission>/{PACKAGE}/{self.name}.py"
         self.submission.run_module(module, self.name)
+
+
+def _placeholder(name: str, why: str):
+    def placeholder(*args, **kwargs):
+        raise ImportError(f"{name} is unavailable: {why}")
+
+    placeholder.__name__ = placeholder.__qualname__ = name
+    return placeholder
 
 
 def _proxy(name: str, call_grader):
@@ -329,7 +336,7 @@ def _run(sock, job, drivers, protocol) -> None:
         return reply["result"]
 
     blocker = next(f for f in sys.meta_path if isinstance(f, _Blocker))
-    submission = _Submission(job["sources"], job["proxies"], call_grader)
+    submission = _Submission(job["sources"], job["proxies"], job["module"], call_grader)
     blocker.package = submission
     ns = _Namespace(submission)
     setup_error = _prepare(ns, job, drivers)
@@ -341,7 +348,7 @@ def _run(sock, job, drivers, protocol) -> None:
             output = getattr(drivers, driver)(ns, **inputs)
             frame = protocol.encode({"case": i, "ok": output})
         except protocol.Garbage as err:
-            frame = protocol.encode({"case": i, "error": ["garbage", f"your code returned {err}"]})
+            frame = protocol.encode({"case": i, "error": ["garbage", str(err)]})
         except BaseException as err:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
             kind, message = _classify(err)
             frame = protocol.encode({"case": i, "error": [kind, message]})
@@ -359,7 +366,7 @@ def _prepare(ns, job, drivers) -> _Failure | None:
     try:
         mod = ns.module(module)
     except BaseException as err:  # noqa: BLE001
-        return _Failure("import", f"{module}.py failed to import: {_describe(err)}")
+        return _Failure("import", f"{module}.py: {_describe(err)}")
     if exercise not in mod.__dict__:
         return _Failure("missing", f"{module}.py defines no `{exercise}`")
     return None
@@ -367,12 +374,12 @@ def _prepare(ns, job, drivers) -> _Failure | None:
 
 def _classify(err: BaseException) -> tuple[str, str]:
     if isinstance(err, NotImplementedError):
-        return "not_implemented", "still raises NotImplementedError"
+        return "not_implemented", ""
     if isinstance(err, MemoryError):
-        return "memory", "ran out of memory (MemoryError)"
+        return "memory", "MemoryError"
     if isinstance(err, (SystemExit, KeyboardInterrupt)):
-        return "exception", f"raised {type(err).__name__} (exiting is not a result)"
-    return "exception", f"raised {_describe(err)}"
+        return "exception", f"{type(err).__name__} (exiting is not a result)"
+    return "exception", _describe(err)
 
 
 def _describe(err: BaseException) -> str:
