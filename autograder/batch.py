@@ -38,7 +38,7 @@ from typing import Callable
 from . import __version__
 from .spec import POINTS
 
-DEFAULT_TIMEOUT = 300.0  # seconds per submission: a backstop above the pipeline's own run budget
+DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
 
 
@@ -128,9 +128,25 @@ def error_report(learner: str, message: str, exercises: list[str] | None, seed: 
 
 # -------------------------------------------------------------------------------- graders
 
-def _default_grader() -> Callable:
-    from .runner import grade_submission
-    return grade_submission
+def pipeline_grader(user: str | None = None) -> Callable:
+    """``runner.grade_submission`` with one learner-side zygote per grader, reused.
+
+    Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
+    here, once, and inherited by every forked grader. Each grader starts its zygote (the
+    process that forks a confined child per exercise) at its first submission and keeps it:
+    no submission pays for the learner side's imports either. Reuse is safe because the
+    zygote never runs learner code itself, and kills every leftover process after each exercise.
+    """
+    from . import exercises, judge, runner, sandbox  # noqa: F401  (imported before the fork)
+
+    state: dict = {}
+
+    def grade(path, exercises=None, seed=0):
+        if state.get("pid") != os.getpid():  # first call in this grader
+            state.update(pid=os.getpid(), zygote=sandbox.Zygote(**({"user": user} if user else {})))
+        return runner.grade_submission(path, exercises=exercises, seed=seed, zygote=state["zygote"])
+
+    return grade
 
 
 def _serve(conn, grade: Callable, exercises, seed) -> None:
@@ -189,7 +205,7 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
               seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
               on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
     """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
-    grade = grade or _default_grader()  # imported here, before the fork: the graders inherit it
+    grade = grade or pipeline_grader()
     ctx = multiprocessing.get_context("fork")
     queue = list(jobs.items())
     graders = [_Grader(ctx, grade, exercises, seed) for _ in range(max(1, min(n_jobs, len(queue))))]
@@ -246,7 +262,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
 
 def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False, similarity: bool = False,
               exercises: list[str] | None = None, seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
-              grade: Callable | None = None, progress: bool = True, console=None) -> BatchResult:
+              grade: Callable | None = None, user: str | None = None, progress: bool = True,
+              console=None) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -287,7 +304,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             def done(outcome: Outcome) -> None:
                 bar.update(task, last=outcome.learner)
                 save(outcome)
-            result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
+            result.outcomes += grade_all(todo, jobs, grade=grade or pipeline_grader(user), exercises=exercises, seed=seed,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
