@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install book test grade clean
+.PHONY: install book test grade clean mathjax
 
 install: $(STAMP)
 
@@ -24,7 +24,8 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	MHA_BACKEND=solutions OMP_NUM_THREADS=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-test: $(STAMP)
+# The book first: tests/test_browser.py opens every page of the current build in Chromium.
+test: $(STAMP) book
 	$(PY) -m pytest
 
 grade: $(STAMP)
@@ -32,3 +33,17 @@ grade: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# MathJax is vendored in book/_static/mathjax (with its LICENSE) so that the site reads offline.
+# This refreshes it from npm: the TeX-to-HTML bundle, the TeX extensions it loads on demand, its
+# fonts, and the menu and accessibility components.
+MATHJAX_VERSION := 3.2.2
+MATHJAX_DIR := book/_static/mathjax
+mathjax:
+	rm -rf _build/mathjax-npm $(MATHJAX_DIR) && mkdir -p _build/mathjax-npm $(MATHJAX_DIR)/input/tex $(MATHJAX_DIR)/output/chtml/fonts
+	cd _build/mathjax-npm && npm install --silent --no-audit --no-fund mathjax@$(MATHJAX_VERSION)
+	src=_build/mathjax-npm/node_modules/mathjax; \
+	cp $$src/LICENSE $$src/es5/tex-chtml.js $(MATHJAX_DIR)/ && \
+	cp -r $$src/es5/a11y $$src/es5/ui $(MATHJAX_DIR)/ && \
+	cp -r $$src/es5/input/tex/extensions $(MATHJAX_DIR)/input/tex/ && \
+	cp -r $$src/es5/output/chtml/fonts/woff-v2 $(MATHJAX_DIR)/output/chtml/fonts/
