@@ -3,8 +3,8 @@
 :func:`grade_submission` reads the submission, and for each selected exercise: draws its
 seeded cases, runs them in a fresh child of the zygote (the learner's side), and hands the
 outputs to the judge (the grader's side), which compares them with the reference and
-diagnoses. Exercises are pipelined: the child of exercise *i+1* already runs while the
-grader judges exercise *i* (two cores, two processes busy).
+diagnoses. Exercises are pipelined: two children run at once (two cores), and the grader
+judges exercise *i* while the children of the next exercises run.
 
 The learner's code never runs here. Here run the references: the judge's, and those of the
 exercises the learner's code may call (``Exercise.uses``), answered over the child's socket
@@ -19,6 +19,7 @@ import platform
 import shutil
 import tempfile
 import time
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -30,6 +31,7 @@ from .spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from .submission import Submission, load
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
+PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy
 
 
 def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | None = None,
@@ -94,28 +96,28 @@ class _Running:
     exercise: Exercise
     cases: list[Case]
     child: sandbox.Child | None
-    launched: float
     timeout: float
     proxies: dict
     early: list | None = None  # outputs decided without a child (budget spent)
 
 
 def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch) -> list[ExerciseResult]:
-    """Run exercise i+1 in its child while judging exercise i, then collect i+1."""
+    """Keep PARALLEL children running; collect them in order, judging each while the next run."""
     from . import judge
 
-    results, pending = [], None  # pending: (run, outputs) collected, not yet judged
-    for i, exercise in enumerate(selected):
-        run = _launch(zygote, submission, exercise, seed, time_limit, run_deadline, f"{scratch}/{i}")
-        if pending is not None:
-            judged_from = time.monotonic()
-            results.append(_judge(judge, *pending))
-            run.launched += time.monotonic() - judged_from  # judging time is not the learner's
-        # Collected (and the child killed) before the next launch: the zygote kills every
-        # process left over from a child, so only one child may exist at a time.
-        pending = (run, _outputs(zygote, run, run_deadline))
-    if pending is not None:
-        results.append(_judge(judge, *pending))
+    results, queue, upcoming = [], deque(), iter(enumerate(selected))
+
+    def fill():
+        while len(queue) < PARALLEL and (item := next(upcoming, None)) is not None:
+            i, exercise = item
+            queue.append(_launch(zygote, submission, exercise, seed, time_limit, run_deadline, f"{scratch}/{i}"))
+
+    fill()
+    while queue:
+        run = queue.popleft()
+        outputs = _outputs(zygote, run, run_deadline)
+        fill()  # the next child starts before this exercise is judged
+        results.append(_judge(judge, run, outputs))
     return results
 
 
@@ -125,7 +127,7 @@ def _launch(zygote, submission: Submission, exercise: Exercise, seed, time_limit
     proxies = _proxies(exercise)
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
-        return _Running(exercise, cases, None, time.monotonic(), timeout, proxies, early)
+        return _Running(exercise, cases, None, timeout, proxies, early)
     import os
 
     os.makedirs(workdir, exist_ok=True)
@@ -136,14 +138,16 @@ def _launch(zygote, submission: Submission, exercise: Exercise, seed, time_limit
         "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1, "workdir": workdir,
     }
     child.start(job)
-    return _Running(exercise, cases, child, time.monotonic(), timeout, proxies)
+    return _Running(exercise, cases, child, timeout, proxies)
 
 
 def _outputs(zygote, run: _Running, run_deadline) -> list:
     """Every case's output or CaseError, the child killed and reaped whatever happened."""
     if run.early is not None:
         return run.early
-    deadline = min(run.launched + run.timeout, run_deadline)
+    # The clock starts when the grader turns to this child (it answers the child's calls to
+    # proxied exercises only from then on): a head start is free, waiting is not charged.
+    deadline = min(time.monotonic() + run.timeout, run_deadline)
     try:
         outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies))
     finally:

@@ -58,7 +58,7 @@ def main(argv=None) -> None:
         drivers = err
     _become_subreaper()
     control.sendall(b"R")  # ready
-    statuses: dict[int, int] = {}
+    active: dict[int, int | None] = {}  # pid of each live child -> wait status once reaped
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(control, 16, 1)
@@ -76,11 +76,17 @@ def main(argv=None) -> None:
                 os.setpgid(pid, pid)  # also done in the child: whichever runs first
             except OSError:
                 pass
+            active[pid] = None
             control.sendall(struct.pack("<q", pid))
         elif msg[:1] == b"W":  # reap a finished child, report how it ended, kill leftovers
             (pid,) = struct.unpack("<q", msg[1:9])
-            status = _reap(pid, statuses)
-            _kill_orphans()
+            status = active.pop(pid, None)
+            if status is None:
+                try:
+                    status = os.waitpid(pid, 0)[1]
+                except ChildProcessError:
+                    status = -1
+            _kill_orphans(active)
             control.sendall(struct.pack("<q", status))
         else:
             for fd in fds:
@@ -96,43 +102,49 @@ def _become_subreaper() -> None:
         pass
 
 
-def _reap(pid: int, statuses: dict[int, int]) -> int:
-    if pid in statuses:
-        return statuses.pop(pid)
-    try:
-        _, status = os.waitpid(pid, 0)
-        return status
-    except ChildProcessError:
-        return -1
+def _kill_orphans(active: dict) -> None:
+    """SIGKILL every child of the zygote that is not a live exercise child, and reap it.
 
-
-def _kill_orphans() -> None:
-    """SIGKILL every remaining child of the zygote (re-parented descendants), and reap."""
-    me = str(os.getpid())
-    for _ in range(5):  # killing a process re-parents its own children to us: repeat
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
+    Killing a process re-parents its own children to the zygote, hence the repeat. An
+    exercise child that ended meanwhile is reaped too: its status is kept for its "W".
+    """
+    for _ in range(8):
+        orphans = [pid for pid in _children() if pid not in active]
+        for pid in orphans:
             try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
+                os.kill(pid, signal.SIGKILL)
             except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
-                found = True
-                try:
-                    os.kill(int(entry), signal.SIGKILL)
-                except OSError:
-                    pass
+                pass
         while True:
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
-        if not found:
+            if pid == 0:
+                break
+            if pid in active:
+                active[pid] = status
+        if not orphans:
             return
+
+
+def _children() -> list[int]:
+    """The zygote's child pids, from /proc/self/task/*/children (one small file per thread)."""
+    pids = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:  # no such file on this kernel: scan every process's parent
+        pids, me = [], str(os.getpid())
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[1] == me:
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
 
 
 # ------------------------------------------------------------------------------- a child
