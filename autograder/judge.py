@@ -154,8 +154,8 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
     missing = [k for k in names if k not in got]
     if missing and "result_type" in expected:
         want = expected.get("types", {})
-        if got.get("result_type") == expected["result_type"] or (
-                got.get("result_type") in ("tuple", "list") and got.get("len") == expected.get("len")):
+        same_form = got.get("result_type") == expected["result_type"] and got.get("len") == expected.get("len")
+        if same_form or (got.get("result_type") in ("tuple", "list") and got.get("len") == expected.get("len")):
             k = missing[0]
             return f"{k} is a {got.get('types', {}).get(k, '?')}, expected a {want.get(k, 'ndarray')}"
         form = "(" + ", ".join(want) + ")" if len(want) > 1 else ""
@@ -265,12 +265,15 @@ def diagnose(exercise, cases, outputs, expected, failing):
     """``{case index: diagnosis}`` for the failing cases a known bug explains, best bug first."""
     matches = {}
     for diagnosis, bug in exercise.bugs.items():
+        variants = bug if isinstance(bug, (tuple, list)) else (bug,)  # ways of writing the same mistake
         for i in failing:
-            out = _bug_output(cases[i], exercise, bug)
-            if out is None or compare_outputs(out, expected[i], cases[i], True) is None:
-                continue  # the bug does not show on this case
-            if compare_outputs(outputs[i], out, cases[i], True) is None:
-                matches.setdefault(diagnosis, []).append(i)
+            for variant in variants:
+                out = _bug_output(cases[i], exercise, variant)
+                if out is None or compare_outputs(out, expected[i], cases[i], True) is None:
+                    continue  # this bug does not show on this case
+                if compare_outputs(outputs[i], out, cases[i], True) is None:
+                    matches.setdefault(diagnosis, []).append(i)
+                    break
     ranked = sorted(matches, key=lambda d: -len(matches[d]))  # stable: ties keep the bugs' order
     found = {}
     for diagnosis in ranked:

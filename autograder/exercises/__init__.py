@@ -28,7 +28,9 @@ An exercise's checks live in the module of its chapter (``attention.py`` holds c
    classic mistake, named for it, in a dict ``{diagnosis: implementation}``. The diagnosis is
    the sentence the learner reads when their output matches the bug's on a failing case:
    "your output matches attention without the 1/sqrt(d_k) scale". Bugs are trusted grader
-   code and may import ``solutions``. Make sure some case actually shows each bug.
+   code and may import ``solutions``. Make sure some case actually shows each bug. When a
+   mistake is commonly written in ways that differ on some inputs (``exp(s) * mask`` gives
+   NaN where ``np.where(mask, exp(s), 0)`` gives 0), map the diagnosis to a tuple of variants.
 
 Then declare ``MY_EXERCISE = Exercise(id="my_exercise", cases=my_cases, bugs={...},
 uses=("other_exercise",))`` (``uses``: the exercises it may call, which the pipeline replaces

@@ -146,10 +146,15 @@ def masked_softmax_cases(rng):
     empty_rows[0, 0, 1] = empty_rows[1, 2, 3] = empty_rows[1, 1, 0] = False
     padding = (np.arange(Lk) < np.array([2, 4])[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
     causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
-    extreme = (1e4 * rng.integers(-1, 2, (B, H, Lq, 1)) + 3 * rng.standard_normal((B, H, Lq, Lk)))
+    def extreme(spread, dtype):
+        # Rows at +spread, -spread or 0, and masked scores at 3 * spread, far above the others:
+        # they must not take the weight, nor overflow. float32 uses spread 100 (exp overflows
+        # beyond 88.7), where a log-sum-exp softmax stays exact to ulp(100) = 7.6e-6.
+        x = spread * rng.integers(-1, 2, (B, H, Lq, 1)) + 3 * rng.standard_normal((B, H, Lq, Lk))
+        x[..., 1] = np.where(extreme_mask[..., 1], x[..., 1], 3 * spread)
+        return x.astype(dtype)
+
     extreme_mask = no_empty_rows(0.6)
-    # A masked score far above the others: it must not take the weight, or overflow.
-    extreme[..., 1] = np.where(extreme_mask[..., 1], extreme[..., 1], 3e4)
     return [
         case("float64, (B, H, Lq, Lk) mask", scores("float64"), no_empty_rows(0.6), "float64"),
         case("float32 stays float32, padding mask (B, 1, 1, Lk)", scores("float32"), padding, "float32"),
@@ -157,9 +162,8 @@ def masked_softmax_cases(rng):
         case("float32, fully masked rows", scores("float32"), empty_rows, "float32"),
         case("float32, causal mask (Lq, Lk) broadcast", scores("float32"), causal, "float32"),
         case("mask None is a plain softmax", scores("float64"), None, "float64"),
-        case("extreme scores (±1e4, masked ones at 3e4), float64", extreme, extreme_mask, "float64"),
-        case("extreme scores (±1e4, masked ones at 3e4), float32", extreme.astype("float32"), extreme_mask,
-             "float32"),
+        case("extreme scores (±1e4, masked ones at 3e4), float64", extreme(1e4, "float64"), extreme_mask, "float64"),
+        case("large scores (±100, masked ones at 300), float32", extreme(100, "float32"), extreme_mask, "float32"),
     ]
 
 
@@ -203,6 +207,12 @@ def masked_softmax_no_max_subtraction(scores, mask):
         return e / np.where(total > 0, total, 1)
 
 
+def masked_softmax_no_max_subtraction_multiplied(scores, mask):
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(scores) * _full(mask, scores)  # exp(large masked score) = inf, inf * 0 = NaN
+        return e / e.sum(axis=-1, keepdims=True)
+
+
 def masked_softmax_wrong_axis(scores, mask):
     from solutions.masking import masked_softmax
     flip = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
@@ -224,7 +234,7 @@ MASKED_SOFTMAX = Exercise(
         "your output matches masked scores filled with a large negative number: fully masked rows get "
         "uniform weights, an average over padding (they must be all zero)": masked_softmax_fill_large_negative,
         "your output matches a masked softmax without subtracting the row max (exp overflows at large "
-        "scores)": masked_softmax_no_max_subtraction,
+        "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied),
         "your output matches a softmax over the query axis instead of the key (last) axis":
             masked_softmax_wrong_axis,
     },

@@ -1,0 +1,223 @@
+"""The grader's checks and judge: wrong implementations lose points with the right diagnosis,
+correct alternatives and the solutions get full marks, and the judge's messages name what is
+wrong. Drivers run in-process here (fast, independent of the isolation pipeline); one test at
+the end goes through ``runner.grade_submission``."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import judge, reference
+from autograder.exercises import EXERCISES
+from autograder.spec import Case, CaseError, Exercise
+
+LIBRARY = Path(__file__).parent / "wrong_implementations"
+SEEDS = range(5)
+
+
+def library(exercise_id):
+    path = LIBRARY / f"{exercise_id}.py"
+    spec = importlib.util.spec_from_file_location(f"wrong_implementations_{exercise_id}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def grade(exercise: Exercise, implementation=None, seed=0):
+    """Grade ``implementation`` of the exercise (None: the solution) as the pipeline would."""
+    ns = reference.namespace(None if implementation is None else {exercise.id: implementation})
+    cases = exercise.cases(np.random.default_rng(seed))
+    outputs = []
+    for case in cases:
+        try:
+            with np.errstate(all="ignore"):
+                outputs.append(judge.run_driver(case, ns))
+        except Exception as err:
+            outputs.append(CaseError("exception", f"{type(err).__name__}: {err}"))
+    return judge.judge_exercise(exercise, cases, outputs, [])
+
+
+def _entries(kind):
+    return [pytest.param(ex, impl, expected, id=f"{ex}-{impl.__name__}")
+            for ex in EXERCISES for impl, expected in
+            (library(ex).WRONG.items() if kind == "wrong" else ((i, None) for i in library(ex).CORRECT))]
+
+
+def test_library_covers_every_exercise():
+    for exercise_id in EXERCISES:
+        module = library(exercise_id)
+        assert len(module.WRONG) >= 3, exercise_id
+        assert len(module.CORRECT) >= 2, exercise_id
+
+
+@pytest.mark.parametrize("exercise_id, implementation, expected", _entries("wrong"))
+def test_wrong_implementation_loses_points_with_its_diagnosis(exercise_id, implementation, expected):
+    result = grade(EXERCISES[exercise_id], implementation)
+    assert result.score < result.max_score
+    assert result.status in ("partial", "failed")
+    assert expected.lower() in result.feedback.lower(), result.feedback
+
+
+@pytest.mark.parametrize("exercise_id, implementation, expected", _entries("correct"))
+@pytest.mark.parametrize("seed", range(3))
+def test_correct_alternative_gets_full_marks(exercise_id, implementation, expected, seed):
+    result = grade(EXERCISES[exercise_id], implementation, seed)
+    assert result.status == "passed", [c.feedback for c in result.cases if not c.passed]
+    assert result.score == result.max_score
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_solutions_get_full_marks(exercise_id, seed):
+    result = grade(EXERCISES[exercise_id], seed=seed)
+    assert (result.status, result.score) == ("passed", result.max_score), result.feedback
+
+
+@pytest.mark.parametrize("exercise_id, diagnosis", [(ex.id, d) for ex in EXERCISES.values() for d in ex.bugs])
+def test_every_known_bug_is_caught_and_named_by_its_own_cases(exercise_id, diagnosis):
+    """Each known bug must show on some case and be the bug the judge names for itself."""
+    exercise = EXERCISES[exercise_id]
+    bug = exercise.bugs[diagnosis]
+    for variant in bug if isinstance(bug, tuple) else (bug,):
+        result = grade(exercise, variant)
+        assert result.score < result.max_score
+        assert result.feedback.startswith(diagnosis[:1].upper() + diagnosis[1:]), result.feedback
+
+
+def test_exercises_follow_the_contract():
+    for exercise in EXERCISES.values():
+        cases = exercise.cases(np.random.default_rng(0))
+        assert 5 <= len(cases) <= 12, exercise.id
+        assert len({c.name for c in cases}) == len(cases), exercise.id  # names tell cases apart
+        assert all(p in judge.PROPERTIES for c in cases for p in c.properties)
+        # Seeded: the same rng seed gives the same inputs.
+        again = exercise.cases(np.random.default_rng(0))
+        assert repr([c.inputs for c in cases]) == repr([c.inputs for c in again])
+
+
+# --- the judge's messages and statuses ---------------------------------------------------------
+
+def _attention_case():
+    return next(c for c in EXERCISES["scaled_dot_product_attention"].cases(np.random.default_rng(0))
+                if c.name == "float64, no mask")
+
+
+def _expected(case):
+    return judge.run_driver(case, reference.namespace())
+
+
+def test_shape_mismatch_names_the_axes():
+    case = _attention_case()
+    got = dict(_expected(case))
+    got["weights"] = np.swapaxes(got["weights"], -1, -2)
+    message = judge.check_case(case, got, _expected(case))[-1]
+    assert message == ("weights has shape (2, 3, 5, 4) = (B, H, Lk, Lq), expected (2, 3, 4, 5) = "
+                       "(B, H, Lq, Lk): axes swapped or transposed?")
+
+
+def test_dtype_mismatch_is_named():
+    case = next(c for c in EXERCISES["softmax"].cases(np.random.default_rng(0)) if "float32" in c.name)
+    expected = _expected(case)
+    got = {**expected, "out": expected["out"].astype(np.float64)}
+    assert judge.check_case(case, got, expected) == ["out is float64 for float32 inputs: keep the input's dtype"]
+
+
+def test_nan_and_largest_error_are_located():
+    case = _attention_case()
+    expected = _expected(case)
+    out = expected["out"].copy()
+    out[1, 2, 3, 4] = np.nan
+    assert "out has NaN at 1 of 168 entries, first at index (1, 2, 3, 4)" in judge.check_case(
+        case, {**expected, "out": out}, expected)[-1]
+    out = expected["out"].copy()
+    out[0, 1, 2, 3] += 0.5
+    message = judge.check_case(case, {**expected, "out": out}, expected)[-1]
+    assert "the largest error is 0.5 at index (0, 1, 2, 3)" in message
+    assert "rtol=1e-09, atol=1e-12" in message
+
+
+def test_wrong_return_forms_are_described():
+    case = _attention_case()
+    expected = _expected(case)
+    three = {"result_type": "tuple", "len": 3, "types": {}}
+    assert judge.check_case(case, three, expected) == [
+        "returned a tuple of 3 values, expected a tuple of 2 values (out, weights)"]
+    assert judge.check_case(case, {"result_type": "NoneType", "types": {}}, expected) == [
+        "returned None, expected a tuple of 2 values (out, weights)"]
+
+
+def test_a_mutated_input_is_reported():
+    case = _attention_case()
+    expected = _expected(case)
+    after = [a.copy() for a in case.inputs["args"]]
+    after[1][0, 0, 0, 0] += 1
+    message = judge.check_case(case, {**expected, "args_after": after}, expected)
+    assert message == ["argument 2 was modified in place (exercises never modify their inputs)"]
+
+
+def _case_errors(kinds):
+    exercise = EXERCISES["causal_mask"]
+    cases = exercise.cases(np.random.default_rng(0))
+    outputs = [CaseError(k, f"{k} message") for k in kinds] + [_expected(c) for c in cases[len(kinds):]]
+    return judge.judge_exercise(exercise, cases, outputs, ["a note"])
+
+
+def test_statuses_from_case_errors():
+    n = len(EXERCISES["causal_mask"].cases(np.random.default_rng(0)))
+    assert _case_errors(["not_implemented"] * n).status == "not attempted"
+    assert _case_errors(["missing"] * n).score == 0
+    assert _case_errors(["timeout"]).status == "timed out"
+    assert _case_errors(["import"] * n).status == "error"
+    partial = _case_errors(["exception"])
+    assert partial.status == "partial" and 0 < partial.score < partial.max_score
+    assert partial.cases[0].feedback == "raised: exception message"
+    assert partial.notes == ["a note"]
+
+
+def test_garbage_output_costs_the_case_not_the_grader():
+    exercise = EXERCISES["softmax"]
+    cases = exercise.cases(np.random.default_rng(0))
+    outputs = [[1, 2], {"out": "text", "result_type": "ndarray"}, {"out": {"nested": object()}}] + [
+        _expected(c) for c in cases[3:]]
+    result = judge.judge_exercise(exercise, cases, outputs, [])
+    assert [c.passed for c in result.cases[:3]] == [False] * 3
+    assert all(c.passed for c in result.cases[3:])
+    assert result.status == "partial"
+
+
+def test_case_weights_are_normalised_to_the_points():
+    exercise = EXERCISES["padding_mask"]
+    result = grade(exercise)
+    assert sum(c.max_score for c in result.cases) == pytest.approx(exercise.points)
+
+
+def test_weights_of_custom_cases_share_the_points():
+    exercise = EXERCISES["causal_mask"]
+    cases = [Case("heavy", "call", {"function": "causal_mask", "args": [3], "kwargs": {}, "returns": ["out"]}, 3.0),
+             Case("light", "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]}, 1.0)]
+    outputs = [CaseError("exception", "ValueError: x"), _expected(cases[1])]
+    result = judge.judge_exercise(exercise, cases, outputs, [])
+    assert result.score == pytest.approx(exercise.points / 4)
+
+
+# --- end to end, through the isolation pipeline ------------------------------------------------
+
+def test_a_submission_without_the_scale_gets_the_diagnosis_in_the_report(tmp_path):
+    runner = pytest.importorskip("autograder.runner")
+    submission = tmp_path / "submission"
+    shutil.copytree(Path(__file__).parents[1] / "solutions", submission,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    attention = submission / "attention.py"
+    source = attention.read_text()
+    assert "/ math.sqrt(q.shape[-1])" in source
+    attention.write_text(source.replace("/ math.sqrt(q.shape[-1])", ""))
+    report = runner.grade_submission(submission, exercises=["scaled_dot_product_attention", "softmax"])
+    results = {r.id: r for r in report.exercises}
+    assert results["softmax"].status == "passed"
+    sdpa = results["scaled_dot_product_attention"]
+    assert sdpa.status in ("partial", "failed")
+    assert sdpa.feedback.startswith("Your output matches attention without the 1/sqrt(d_k) scale")

@@ -1,0 +1,35 @@
+"""`split_heads`: classic bugs and correct alternatives."""
+import numpy as np
+
+
+def reshape_only(x, num_heads):
+    B, L, F = x.shape
+    return x.reshape(B, num_heads, L, F // num_heads)
+
+
+def heads_last(x, num_heads):
+    B, L, F = x.shape
+    return x.reshape(B, L, -1, num_heads).transpose(0, 3, 1, 2)
+
+
+def wrong_transpose(x, num_heads):
+    B, L, F = x.shape
+    return x.reshape(B, L, num_heads, -1).transpose(0, 2, 3, 1)
+
+
+def stack_slices(x, num_heads):
+    d = x.shape[-1] // num_heads
+    return np.stack([x[..., h * d:(h + 1) * d] for h in range(num_heads)], axis=1)
+
+
+def moveaxis(x, num_heads):
+    B, L, F = x.shape
+    return np.moveaxis(x.reshape(B, L, num_heads, F // num_heads), 2, 1).copy()
+
+
+WRONG = {
+    reshape_only: "without the transpose",
+    heads_last: "heads from the wrong axis",
+    wrong_transpose: "(B, H, d, L)",
+}
+CORRECT = [stack_slices, moveaxis]
