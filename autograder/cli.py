@@ -1,7 +1,7 @@
 """``mha-grade``: grade a submission from the command line.
 
     mha-grade [SUBMISSION] [--exercise ID ...] [--json PATH] [--gradescope PATH]
-              [--seed N] [--time-limit S] [--budget S] [--quiet]
+              [--seed N] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
     mha-grade batch DIR ...          (many submissions: autograder/batch.py)
 
 The learner-side process is started before anything else is imported, so that its imports
@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per exercise (default: each exercise's own, 10 s)")
     p.add_argument("--budget", type=float, metavar="S", help="seconds for the whole run (default 300)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the total")
+    p.add_argument("--run-as", metavar="USER",
+                   help="when run as root (Gradescope): run the learner's code as this unprivileged user")
     return p
 
 
@@ -52,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from . import sandbox
 
     try:
-        zygote = sandbox.Zygote()  # first: its imports overlap with ours below
-    except OSError as err:
+        zygote = sandbox.Zygote(user=args.run_as)  # first: its imports overlap with ours below
+    except (OSError, sandbox.ZygoteError) as err:
         print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
         return 1
     try:

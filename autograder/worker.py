@@ -185,6 +185,24 @@ def _confine(job: dict) -> None:
         if _blocked(name) or name == PACKAGE or name.startswith(PACKAGE + "."):
             del sys.modules[name]
     sys.meta_path.insert(0, _Blocker())
+    _drop_privileges(job["workdir"])
+
+
+def _drop_privileges(workdir: str) -> None:
+    """As root (Gradescope), become the unprivileged learner user (``sandbox.learner_ids``):
+    the learner's code then cannot read the solutions or the grader's files. Its scratch
+    directory becomes its own; the directory above it only lets it through."""
+    ids = os.environ.pop("MHA_GRADE_RUN_AS", None)
+    if not ids or os.geteuid() != 0:
+        return
+    uid, gid = (int(x) for x in ids.split(":"))
+    os.chown(workdir, uid, gid)
+    os.chmod(os.path.dirname(workdir), 0o711)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:  # never run learner code still privileged
+        raise PermissionError("could not drop to the learner user")
 
 
 def _limit(which: int, value: int) -> None:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (the bundle is
+# unpacked in /autograder/source). It installs a Python >= 3.11, the pinned grader
+# dependencies in /autograder/venv, and the unprivileged user the learner's code runs as.
+set -euo pipefail
+SOURCE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+LEARNER="${MHA_GRADE_USER:-mha-learner}"
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# Ubuntu 22.04 ships Python 3.10; its python3.11 package is enough (the grader needs 3.11).
+apt-get install -y -q python3.11 python3.11-venv 2>/dev/null || apt-get install -y -q python3 python3-venv
+PYTHON="$(command -v python3.11 || command -v python3)"
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), sys.version' \
+  || { echo "setup.sh: the grader needs Python >= 3.11, found $("$PYTHON" --version)" >&2; exit 1; }
+
+"$PYTHON" -m venv "$ROOT/venv"
+"$ROOT/venv/bin/pip" install -q --upgrade pip
+# torch first and alone, from the CPU wheel index: the default index would pull a CUDA build.
+"$ROOT/venv/bin/pip" install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+"$ROOT/venv/bin/pip" install -q -r "$SOURCE/requirements-grader.txt"
+"$ROOT/venv/bin/python" -c "import numpy, torch, rich; print('grader dependencies:', torch.__version__, numpy.__version__)"
+
+# The learner's code runs as this user: it cannot read /autograder/source (the reference
+# solutions, the checks, the hidden seed), which run_autograder keeps root-only.
+id -u "$LEARNER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$LEARNER"
+chmod -R go-rwx "$SOURCE"
