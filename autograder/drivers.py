@@ -205,6 +205,7 @@ def mha_dropout(ns, config, state, query, key, value, mask=None, dtype="float64"
     q, k, v, m = (_tensor(x, dtype) for x in (query, key, value, mask))
     layer.eval()
     with torch.no_grad():
+        torch.manual_seed(1)  # the same dropout draws as the reference, should a bug use them
         data.update(describe_result(layer(q, k, v, mask=m), ("out", "weights")))
         layer.train()
         torch.manual_seed(1)

@@ -65,7 +65,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
     the reference never does, so a learner's NaN always shows as a mismatch.
     """
     if not isinstance(got, np.ndarray):
-        return f"{name} is {'None' if got is None else 'a ' + type(got).__name__}, expected an array"
+        return f"{name} is {'None' if got is None else _a(type(got).__name__)}, expected an array"
     if got.shape != expected.shape:
         return (f"{name} has shape {got.shape}{_labels(got.shape, sizes)}, expected "
                 f"{expected.shape}{_labels(expected.shape, sizes)}{_shape_hint(got.shape, expected.shape)}")
@@ -111,7 +111,7 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
         return compare_arrays(name, got, expected, rtol, atol, sizes)
     if isinstance(expected, dict):
         if not isinstance(got, dict):
-            return f"{name} is a {type(got).__name__}, expected a dict"
+            return f"{name} is {_a(type(got).__name__)}, expected a dict"
         for key, value in expected.items():
             message = compare_values(f"{name}[{key}]", got.get(key), value, rtol, atol, sizes)
             if message:
@@ -121,19 +121,31 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
         return None if got is None else f"{name} is {got!r}, expected None"
     if got is None:
         return f"{name} is None"
-    if isinstance(expected, bool) or isinstance(expected, (list, str)):
-        return None if got == expected else f"{name} is {got!r}, expected {expected!r}"
+    if isinstance(expected, (bool, list, str)):
+        return None if _same(got, expected) else f"{name} is {got!r}, expected {expected!r}"
     if isinstance(expected, int):
         if isinstance(got, np.ndarray) and got.shape == () and np.issubdtype(got.dtype, np.integer):
             got = int(got)
         if type(got) is not int:
-            return f"{name} is a {type(got).__name__}, expected an int"
+            return f"{name} is {_a(type(got).__name__)}, expected an int"
         return None if got == expected else f"{name} is {got}, expected {expected}"
     if isinstance(expected, float):
         if type(got) not in (int, float):
-            return f"{name} is a {type(got).__name__}, expected a float"
+            return f"{name} is {_a(type(got).__name__)}, expected a float"
         return None if np.isclose(got, expected, rtol=rtol, atol=atol) else f"{name} is {got}, expected {expected}"
-    return None if got == expected else f"{name} is {got!r}, expected {expected!r}"
+    return None if _same(got, expected) else f"{name} is {got!r}, expected {expected!r}"
+
+
+def _same(got, expected):
+    """Equality of plain data of the same type, never raising (a list may hold arrays)."""
+    try:
+        return type(got) is type(expected) and bool(got == expected)
+    except Exception:
+        return False
+
+
+def _a(noun):
+    return f"an {noun}" if noun[:1].lower() in "aeiou" or noun.startswith("nd") else f"a {noun}"
 
 
 def _what(data):
@@ -142,13 +154,13 @@ def _what(data):
         return "None"
     if kind in ("tuple", "list"):
         return f"a {kind} of {data.get('len')} value{'s' * (data.get('len') != 1)}"
-    return f"a {kind}"
+    return _a(str(kind))
 
 
 def compare_outputs(got, expected, case: Case, check_inputs=False):
     """None when two driver outputs match within the case's tolerance, else a sentence."""
     if not isinstance(got, dict):
-        return f"the learner's process returned a {type(got).__name__}, not the driver's data"
+        return f"the learner's process returned {_a(type(got).__name__)}, not the driver's data"
     sizes = case.inputs.get("sizes")
     names = [k for k in expected if k not in drivers.META_KEYS and not k.startswith("_")]
     missing = [k for k in names if k not in got]
@@ -157,11 +169,12 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
         same_form = got.get("result_type") == expected["result_type"] and got.get("len") == expected.get("len")
         if same_form or (got.get("result_type") in ("tuple", "list") and got.get("len") == expected.get("len")):
             k = missing[0]
-            return f"{k} is a {got.get('types', {}).get(k, '?')}, expected a {want.get(k, 'ndarray')}"
+            return f"{k} is {_a(str(got.get('types', {}).get(k, '?')))}, expected {_a(want.get(k, 'ndarray'))}"
         form = "(" + ", ".join(want) + ")" if len(want) > 1 else ""
         return f"returned {_what(got)}, expected {_what(expected)} {form}".rstrip()
     for key in names:
-        message = compare_values(key, got.get(key), expected[key], case.rtol, case.atol, sizes)
+        label = "the result" if names == ["out"] else key  # a single output has no name of its own
+        message = compare_values(label, got.get(key), expected[key], case.rtol, case.atol, sizes)
         if message:
             return message
     if check_inputs:
@@ -188,6 +201,10 @@ def _probability_key(expected):
     return "weights" if "weights" in expected else "out"
 
 
+def _label(key):
+    return "the result" if key == "out" else key
+
+
 def _rows_sum_to_one(case, got, expected):
     key = _probability_key(expected)
     g, e = got.get(key), expected.get(key)
@@ -200,8 +217,9 @@ def _rows_sum_to_one(case, got, expected):
         return None
     at = _index(bad[0], sums.shape)
     if want.flat[bad[0]] == 0:
-        return f"the fully masked row of {key} at index {at} sums to {_fmt(sums.flat[bad[0]])}, expected all zeros"
-    return f"the rows of {key} do not sum to one: the row at index {at} sums to {_fmt(sums.flat[bad[0]])}"
+        return (f"the fully masked row of {_label(key)} at index {at} sums to {_fmt(sums.flat[bad[0]])}, "
+                f"expected all zeros")
+    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {_fmt(sums.flat[bad[0]])}"
 
 
 def _masked_exactly_zero(case, got, expected):
@@ -213,7 +231,7 @@ def _masked_exactly_zero(case, got, expected):
     if not bad.size:
         return None
     at = _index(bad[0], g.shape)
-    return f"{key} must be exactly 0 at masked keys: got {_fmt(g.flat[bad[0]])} at index {at}"
+    return f"{_label(key)} must be exactly 0 at masked keys: got {_fmt(g.flat[bad[0]])} at index {at}"
 
 
 def _dropout_in_training(case, got, expected):
@@ -271,7 +289,7 @@ def diagnose(exercise, cases, outputs, expected, failing):
                 out = _bug_output(cases[i], exercise, variant)
                 if out is None or compare_outputs(out, expected[i], cases[i], True) is None:
                     continue  # this bug does not show on this case
-                if compare_outputs(outputs[i], out, cases[i], True) is None:
+                if _matches(outputs[i], out, cases[i]):
                     matches.setdefault(diagnosis, []).append(i)
                     break
     ranked = sorted(matches, key=lambda d: -len(matches[d]))  # stable: ties keep the bugs' order
@@ -280,6 +298,13 @@ def diagnose(exercise, cases, outputs, expected, failing):
         for i in matches[diagnosis]:
             found.setdefault(i, diagnosis)
     return found, ranked
+
+
+def _matches(got, bug_output, case):
+    try:
+        return compare_outputs(got, bug_output, case, True) is None
+    except Exception:  # malformed learner data matches no bug
+        return False
 
 
 def _sentence(text):

@@ -123,7 +123,7 @@ def test_dtype_mismatch_is_named():
     case = next(c for c in EXERCISES["softmax"].cases(np.random.default_rng(0)) if "float32" in c.name)
     expected = _expected(case)
     got = {**expected, "out": expected["out"].astype(np.float64)}
-    assert judge.check_case(case, got, expected) == ["out is float64 for float32 inputs: keep the input's dtype"]
+    assert judge.check_case(case, got, expected) == ["the result is float64 for float32 inputs: keep the input's dtype"]
 
 
 def test_nan_and_largest_error_are_located():

@@ -12,7 +12,7 @@ from .cases import call_case, randn
 def split_cases(rng):
     def case(name, B, L, H, d, dtype="float64"):
         return call_case(name, "split_heads", [randn(rng, (B, L, H * d), dtype), H], dtype=dtype,
-                         sizes=dict(B=B, L=L, H=H, d=d, Hd=H * d), properties=("inputs_unchanged",))
+                         sizes={"B": B, "L": L, "H": H, "d": d, "H*d": H * d}, properties=("inputs_unchanged",))
 
     return [
         case("float64, (B, L, H*d) = (2, 3, 4*5)", 2, 3, 4, 5),
@@ -56,7 +56,7 @@ SPLIT_HEADS = Exercise(
 def merge_cases(rng):
     def case(name, B, H, L, d, dtype="float64"):
         return call_case(name, "merge_heads", [randn(rng, (B, H, L, d), dtype)], dtype=dtype,
-                         sizes=dict(B=B, H=H, L=L, d=d, Hd=H * d), properties=("inputs_unchanged",))
+                         sizes={"B": B, "H": H, "L": L, "d": d, "H*d": H * d}, properties=("inputs_unchanged",))
 
     return [
         case("float64, (B, H, L, d) = (2, 4, 3, 5)", 2, 4, 3, 5),

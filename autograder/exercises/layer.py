@@ -31,11 +31,10 @@ def _params(rng, dtype, E_q, E_k, E_v, H, d_k, d_v, E_out, bias=True):
 
 def mha_function_cases(rng):
     B, H, Lq, Lk, d_k, d_v, E_q, E_k, E_v, E_out = 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
-    cross = dict(B=B, H=H, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v, E_q=E_q, E_k=E_k, E_v=E_v, E_out=E_out,
-                 Hd_k=H * d_k, Hd_v=H * d_v)
+    cross = dict(B=B, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v, E_q=E_q, E_k=E_k, E_v=E_v, E_out=E_out)
 
     def cross_case(name, dtype, mask=None, bias=True, heads=H):
-        sizes = {**cross, "H": heads, "Hd_k": heads * d_k, "Hd_v": heads * d_v}
+        sizes = {**cross, "H": heads, "H*d_k": heads * d_k, "H*d_v": heads * d_v}
         args = [randn(rng, (B, Lq, E_q), dtype), randn(rng, (B, Lk, E_k), dtype), randn(rng, (B, Lk, E_v), dtype),
                 _params(rng, dtype, E_q, E_k, E_v, heads, d_k, d_v, E_out, bias), heads]
         return call_case(name, "multi_head_attention", args, {} if mask is None else {"mask": mask},
@@ -48,9 +47,10 @@ def mha_function_cases(rng):
         L, E, d, E_o = 5, 8, 4, 10
         x = randn(rng, (B, L, E), dtype)
         args = [x, x.copy(), x.copy(), _params(rng, dtype, E, E, E, H, d, d, E_o), H]
+        sizes = {"B": B, "H": H, "L": L, "E": E, "d": d, "E_out": E_o, "H*d": H * d}
         return call_case(name, "multi_head_attention", args, {} if mask is None else {"mask": mask},
-                         returns=("out", "weights"), sizes=dict(B=B, H=H, L=L, E=E, d=d, E_out=E_o, Hd=H * d),
-                         dtype=dtype, properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"))
+                         returns=("out", "weights"), sizes=sizes, dtype=dtype,
+                         properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"))
 
     padding = (np.arange(Lk) < np.array([3, 5])[:, None])[:, None, :]  # (B, 1, Lk)
     causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
