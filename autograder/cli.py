@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         return _batch(argv[1:])
     args = parser().parse_args(argv)
     from . import submission as submission_mod
+    from .spec import POINTS
+
+    unknown = [e for e in args.exercise or () if e not in POINTS]
+    if unknown:  # before any process starts; ids known but without checks: the runner says so
+        print(f"mha-grade: unknown exercise {', '.join(map(repr, unknown))}; the exercises are "
+              f"{', '.join(POINTS)}", file=sys.stderr)
+        return 2
 
     try:  # a bad path is reported before any process starts
         submission = submission_mod.load(args.submission)

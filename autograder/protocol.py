@@ -32,7 +32,7 @@ import numpy as np
 _type, _isinstance, _len, _list, _dict, _tuple = type, isinstance, len, list, dict, tuple
 _int, _float, _str, _bool, _bytes = int, float, str, bool, bytes
 _ndarray, _generic = np.ndarray, np.generic
-_view, _tobytes, _ascontig = np.ndarray.view, np.ndarray.tobytes, np.ascontiguousarray
+_view, _tobytes, _asarray = np.ndarray.view, np.ndarray.tobytes, np.asarray
 _frombuffer, _npdtype = np.frombuffer, np.dtype
 _dumps, _loads = json.dumps, json.loads
 
@@ -82,7 +82,7 @@ def _tree(x, buffers, depth, counter):
     if t is _float:
         return x
     if _isinstance(x, _generic):  # NumPy scalar: keep its dtype, as a 0-d array
-        return _array(_view(_ascontig(x), _ndarray), buffers, "scalar")
+        return _array(_view(_asarray(x), _ndarray), buffers, "scalar")
     if _isinstance(x, _ndarray):
         # The base class's view: a subclass's overrides play no part from here on.
         return _array(_view(x, _ndarray), buffers, "np")

@@ -34,6 +34,7 @@ import types
 BLOCKED = ("solutions", "autograder.judge", "autograder.exercises", "autograder.runner",
            "autograder.report", "autograder.cli", "autograder.sandbox")
 PACKAGE = "mha_exercises"
+_isinstance, _type, _str = isinstance, type, str  # learner code may patch builtins later
 
 
 # ------------------------------------------------------------------------------ the zygote
@@ -299,10 +300,11 @@ class _Submission:
                 module.__dict__[exercise] = self.functions.get(exercise) or _placeholder(exercise, why)
 
     def install_proxies(self):
+        """Each proxy on its home module (defined there or not) and wherever it was imported."""
         for full, module in list(sys.modules.items()):
             if full.startswith(PACKAGE + ".") and module is not None:
                 for f, proxy in self.functions.items():
-                    if f in module.__dict__:
+                    if f in module.__dict__ or self.proxies[f] == full[len(PACKAGE) + 1 :]:
                         module.__dict__[f] = proxy
 
 
@@ -403,21 +405,21 @@ def _prepare(ns, job, drivers) -> _Failure | None:
 
 
 def _classify(err: BaseException) -> tuple[str, str]:
-    if isinstance(err, NotImplementedError):
+    if _isinstance(err, NotImplementedError):
         return "not_implemented", ""
-    if isinstance(err, MemoryError):
+    if _isinstance(err, MemoryError):
         return "memory", "MemoryError"
-    if isinstance(err, (SystemExit, KeyboardInterrupt)):
-        return "exception", f"{type(err).__name__} (exiting is not a result)"
+    if _isinstance(err, (SystemExit, KeyboardInterrupt)):
+        return "exception", f"{_type(err).__name__} (exiting is not a result)"
     return "exception", _describe(err)
 
 
 def _describe(err: BaseException) -> str:
     """``ValueError: message (attention.py, line 12)``: the learner's own frame if any."""
     try:
-        text = f"{type(err).__name__}: {err}"[:500]
+        text = f"{_type(err).__name__}: {err}"[:500]
         frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.startswith(PACKAGE)]
-        if isinstance(err, SyntaxError) and err.filename and err.filename.startswith(PACKAGE):
+        if _isinstance(err, SyntaxError) and err.filename and err.filename.startswith(PACKAGE):
             return f"{text}"
         if frames:
             f = frames[-1]

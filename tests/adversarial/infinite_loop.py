@@ -1,0 +1,3 @@
+def softmax(x, axis=-1):
+    while True:
+        pass

@@ -1,0 +1,2 @@
+def softmax(x, axis=-1):
+    return None

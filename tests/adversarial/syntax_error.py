@@ -1,0 +1,2 @@
+def attention_entropy(weights:
+    return 0

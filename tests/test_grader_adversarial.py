@@ -1,0 +1,284 @@
+"""Hostile submissions: none gets an undeserved point, and the grader always finishes with a
+complete report.
+
+Each submission is the reference solutions with ONE function redefined (appended to its
+module, so the later definition wins) by the code in ``tests/adversarial/<name>.py``; the
+other exercises must keep full marks, which shows that the damage stays in one exercise.
+Grading runs in this process (a shared zygote, short time limits); a few cases go through
+the ``mha-grade`` command, where what is printed and written is the point.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import protocol, runner, sandbox
+from autograder.exercises import EXERCISES
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = Path(__file__).resolve().parent / "adversarial"
+TIME_LIMIT = 3.0  # seconds per exercise: long enough on a loaded machine, short for a test
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = sandbox.Zygote()
+    yield z
+    z.close()
+
+
+def submission(tmp_path: Path, module: str, hostile: str, **subst) -> Path:
+    """The solutions, with tests/adversarial/<hostile>.py appended to <module>.py."""
+    dest = tmp_path / "submission"
+    dest.mkdir(exist_ok=True)
+    for f in (ROOT / "solutions").glob("*.py"):
+        if f.name != "__init__.py" and not (dest / f.name).exists():
+            shutil.copy(f, dest / f.name)
+    code = (HOSTILE / f"{hostile}.py").read_text()
+    for key, value in subst.items():
+        code = code.replace(key, value)
+    with open(dest / f"{module}.py", "a") as f:
+        f.write("\n\n" + code)
+    return dest
+
+
+def grade(path, zygote, exercises, time_limit=TIME_LIMIT):
+    t0 = time.monotonic()
+    rep = runner.grade_submission(path, exercises=exercises, time_limit=time_limit, zygote=zygote)
+    assert [r.id for r in rep.exercises] == [e for e in EXERCISES if e in exercises]  # complete
+    return {r.id: r for r in rep.exercises}, time.monotonic() - t0
+
+
+def assert_only(results, hurt: str, status: str | tuple[str, ...], kind_text: str | None = None):
+    """``hurt`` scores 0 with ``status``; every other graded exercise keeps full marks."""
+    statuses = (status,) if isinstance(status, str) else status
+    r = results[hurt]
+    assert r.score == 0 and r.status in statuses, (r.status, r.score, r.feedback)
+    if kind_text:
+        text = r.feedback + " ".join(c.feedback for c in r.cases)
+        assert kind_text in text, text
+    for other, o in results.items():
+        if other != hurt:
+            assert (o.status, o.score) == ("passed", o.max_score), (other, o.feedback)
+
+
+# -------------------------------------------------------------------- running away
+
+def test_infinite_loop_times_out_alone(zygote, tmp_path):
+    results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
+                          ["softmax", "scaled_dot_product_attention", "causal_mask"])
+    assert_only(results, "softmax", "timed out", "no result within 3 s")
+    assert took < 3 * TIME_LIMIT + 20
+
+
+def test_memory_bomb_is_stopped(zygote, tmp_path):
+    results, _ = grade(submission(tmp_path, "attention", "memory_bomb"), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "error", "memory")
+
+
+@pytest.mark.parametrize("hostile, status, text", [
+    ("sys_exit_in_function", "failed", "SystemExit"),
+    ("raise_keyboard_interrupt", "failed", "KeyboardInterrupt"),
+    ("os_exit_in_function", "error", "exited (status 0)"),
+])
+def test_exits_inside_a_function(zygote, tmp_path, hostile, status, text):
+    results, _ = grade(submission(tmp_path, "attention", hostile), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", status, text)
+
+
+@pytest.mark.parametrize("hostile, text", [
+    ("sys_exit_at_import", "SystemExit"),
+    ("os_exit_at_import", "exited (status 0)"),
+    ("syntax_error", "SyntaxError"),
+])
+def test_failures_at_import_cost_only_that_module(zygote, tmp_path, hostile, text):
+    # analysis.py holds one exercise and nothing imports it.
+    results, _ = grade(submission(tmp_path, "analysis", hostile), zygote,
+                       ["attention_entropy", "softmax", "masked_softmax"])
+    assert_only(results, "attention_entropy", "error", text)
+
+
+def test_a_broken_module_imported_by_another_costs_only_its_own_exercises(zygote, tmp_path):
+    # attention.py does `from .masking import masked_softmax`: a stand-in keeps it importable.
+    results, _ = grade(submission(tmp_path, "masking", "sys_exit_at_import"), zygote,
+                       ["softmax", "scaled_dot_product_attention", "masked_softmax"])
+    assert_only(results, "masked_softmax", "error", "SystemExit")
+
+
+def test_a_child_that_outlives_the_check_is_killed(zygote, tmp_path):
+    pids = tmp_path / "pids.txt"
+    results, _ = grade(submission(tmp_path, "attention", "spawn_survivor", PIDS_FILE=str(pids)), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "failed")
+    spawned = [int(p) for p in pids.read_text().split()]
+    assert len(spawned) >= 2  # a plain child, a new session, a double-forked grandchild
+    deadline = time.monotonic() + 5
+    alive = spawned
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in spawned if _alive(p)]
+        time.sleep(0.05)
+    assert not alive, f"still running: {alive}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_zygote_killed_by_the_learner_is_replaced(zygote, tmp_path):
+    results, _ = grade(submission(tmp_path, "attention", "kill_zygote"), zygote,
+                       ["softmax", "scaled_dot_product_attention", "causal_mask"])
+    assert_only(results, "softmax", ("error", "failed"))
+
+
+# ----------------------------------------------------------------- faking a result
+
+def test_monkeypatching_comparisons_and_builtins_gains_nothing(zygote, tmp_path):
+    results, _ = grade(submission(tmp_path, "attention", "monkeypatch_comparisons"), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "failed")
+
+
+@pytest.mark.parametrize("hostile", ["ndarray_subclass", "tensor_subclass"])
+def test_array_and_tensor_subclasses_cannot_fake_equality(zygote, tmp_path, hostile):
+    results, _ = grade(submission(tmp_path, "attention", hostile), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "failed")
+
+
+def test_a_tensor_subclass_from_a_torch_layer_gains_nothing(zygote, tmp_path):
+    results, _ = grade(submission(tmp_path, "layer", "tensor_subclass_layer"), zygote,
+                       ["MultiHeadAttention", "multi_head_attention"])
+    r = results["MultiHeadAttention"]
+    assert r.score < r.max_score / 2, (r.score, r.feedback)  # only checks that ignore the output
+    assert results["multi_head_attention"].score == results["multi_head_attention"].max_score
+
+
+@pytest.mark.parametrize("hostile", ["returns_list", "returns_none", "returns_nan", "returns_inf",
+                                     "returns_object_array", "returns_huge_nesting"])
+def test_wrong_return_values(zygote, tmp_path, hostile):
+    results, _ = grade(submission(tmp_path, "attention", hostile), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "failed")
+
+
+@pytest.mark.parametrize("hostile", ["sdpa_wrong_tuple", "sdpa_returns_none"])
+def test_wrong_tuples(zygote, tmp_path, hostile):
+    results, _ = grade(submission(tmp_path, "attention", hostile), zygote,
+                       ["scaled_dot_product_attention", "softmax"])
+    assert_only(results, "scaled_dot_product_attention", "failed")
+
+
+def test_a_missing_function_is_not_attempted(zygote, tmp_path):
+    sub = submission(tmp_path, "attention", "infinite_loop")  # then drop softmax entirely
+    text = (sub / "attention.py").read_text().replace("def softmax(", "def softmax_renamed(")
+    (sub / "attention.py").write_text(text)
+    results, _ = grade(sub, zygote, ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "not attempted", "defines no `softmax`")
+
+
+def test_calling_a_reference_it_may_not_use_is_refused(zygote, tmp_path):
+    # softmax asks the grader for the reference softmax over the proxy channel: refused.
+    results, _ = grade(submission(tmp_path, "attention", "steal_reference"), zygote,
+                       ["softmax", "scaled_dot_product_attention"])
+    assert_only(results, "softmax", "failed")
+
+
+# ------------------------------------------------------ what is printed and written
+
+def test_fake_report_on_stdout_and_tampered_report_files(tmp_path):
+    out_json, out_gs = tmp_path / "report.json", tmp_path / "results.json"
+    sub = submission(tmp_path, "attention", "fake_report", JSON_PATH=str(out_json), GS_PATH=str(out_gs))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax", "-e", "causal_mask",
+                           "--json", str(out_json), "--gradescope", str(out_gs), "--time-limit", "5"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "FAKE" not in proc.stdout + proc.stderr  # the learner's prints go nowhere
+    full = json.loads(out_json.read_text())
+    assert {e["id"]: e["score"] for e in full["exercises"]} == {"softmax": 0, "causal_mask": 4}
+    gs = json.loads(out_gs.read_text())
+    assert gs["score"] == 4 and "FAKE" not in json.dumps(gs)
+
+
+# ----------------------------------------------------------------- the protocol
+
+def _frame(header: str, data: bytes = b"") -> bytes:
+    return struct.pack("<I", len(header)) + header.encode() + data
+
+
+@pytest.mark.parametrize("frame", [
+    _frame("{oops"),  # not JSON
+    _frame("{}"),  # an untagged dict
+    _frame('{"a":[0,"object",[1],"np"]}', b"\0" * 8),  # object dtype: never unpickled
+    _frame('{"a":[0,"float64",[99],"np"]}', b"\0" * 8),  # fewer bytes than the shape
+    _frame('{"a":[0,"float64",[-1],"np"]}'),  # a negative size
+    _frame('{"a":[0,"float64",[1],"np"]}', b"\0" * 16),  # unclaimed bytes
+    _frame('{"a":[0,"float64",[1],"pickle"]}', b"\0" * 8),  # an unknown kind
+    _frame("[" * 40 + "]" * 40),  # too deep
+    b"\xff\xff\x00\x00{}",  # a header longer than the message
+])
+def test_garbage_frames_are_refused(frame):
+    with pytest.raises(protocol.Garbage):
+        protocol.decode(frame)
+
+
+def test_plain_data_round_trips_and_subclasses_lose_their_overrides():
+    import torch
+
+    class Liar(np.ndarray):
+        def __eq__(self, other):
+            return True
+
+    class TorchLiar(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return torch.ones(7)
+
+    value = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": (1, 2.5, None, True, "x"),
+             "c": [np.float64(3.0)], "liar": np.zeros(3).view(Liar),
+             "t": torch.zeros(2).as_subclass(TorchLiar), "nan": float("nan")}
+    frame = protocol.encode(value)
+    back = protocol.decode(frame[8:])
+    assert back["a"].dtype == np.float32 and back["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert back["b"] == (1, 2.5, None, True, "x") and type(back["c"][0]) is np.float64
+    assert type(back["liar"]) is np.ndarray and back["liar"].tolist() == [0, 0, 0]
+    assert type(back["t"]) is np.ndarray and back["t"].tolist() == [0, 0]
+    assert np.isnan(back["nan"])
+    with pytest.raises(protocol.Garbage):
+        protocol.encode({"f": lambda: 0})
+    with pytest.raises(protocol.Garbage):
+        protocol.encode(np.array([object()]))
+
+
+def test_no_learner_process_is_left_behind(zygote):
+    # Every child of the shared zygote has been reaped: only the zygote itself remains.
+    children = [p for p in _children_of(zygote.process.pid)]
+    assert children == []
+
+
+def _children_of(pid: int) -> list[int]:
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
