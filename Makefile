@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install book test grade clean mathjax
+.PHONY: install book test grade clean mathjax gradescope release
 
 install: $(STAMP)
 
@@ -30,6 +30,14 @@ test: $(STAMP) book
 
 grade: $(STAMP)
 	$(VENV)/bin/mha-grade mha_exercises
+
+# Instructors: the Gradescope autograder zip (hidden seed drawn at build time) and the learner
+# release (book, stubs, self-check on public cases; no solutions). Both land in dist/.
+gradescope: $(STAMP)
+	$(PY) scripts/build_gradescope.py --out dist/gradescope_autograder.zip
+
+release: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) scripts/build_release.py --out dist/release
 
 clean:
 	rm -rf _build

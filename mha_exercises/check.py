@@ -27,23 +27,26 @@ def check(exercise, *, time_limit: float | None = None) -> None:
     if not isinstance(name, str):
         print(f"check(): give an exercise id such as 'softmax', or the function itself, not {exercise!r}")
         return
+    grader = "autograder"
     if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("solutions") is None:
-        print(f"check({name!r}): the grader is not available in this installation (a learner release "
-              "ships without the reference solutions it compares with); run your own tests, or "
-              "ask your instructor for a graded run.")
-        return
+        # A learner release: no solutions, but the public practice cases (autograder/public.py).
+        if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("autograder.public") is None:
+            print(f"check({name!r}): the grader is not available in this installation; run your own "
+                  "tests, or ask your instructor for a graded run.")
+            return
+        grader, time_limit = "autograder.public", None
     package = importlib.util.find_spec(BACKENDS[backend()])
     directory = Path(package.origin).parent
-    result = _grade(directory, name, time_limit)
+    result = _grade(directory, name, time_limit, grader)
     print(result if isinstance(result, str) else verdict(result))
 
 
-def _grade(directory: Path, name: str, time_limit: float | None):
-    """The JSON report of ``python -m autograder DIR --exercise NAME``, or an error message."""
+def _grade(directory: Path, name: str, time_limit: float | None, grader: str = "autograder"):
+    """The JSON report of ``python -m <grader> DIR --exercise NAME``, or an error message."""
     root = directory.parent
     with tempfile.TemporaryDirectory(prefix="mha-check-") as tmp:
         out = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "autograder", str(directory), "--exercise", name, "--json", str(out),
+        cmd = [sys.executable, "-m", grader, str(directory), "--exercise", name, "--json", str(out),
                "--quiet"]
         if time_limit is not None:
             cmd += ["--time-limit", str(time_limit)]

@@ -1,0 +1,125 @@
+"""Build the learner release: ``make release`` -> ``dist/release/`` and ``dist/release.zip``.
+
+What learners get in a graded course: the book source, the exercise stubs and their support
+code, and a self-check (``python -m autograder.public``, and ``check(...)`` in the notebooks)
+that runs on *public* cases stored as inputs and expected outputs. Those are computed here,
+from the reference solutions, which stay behind: the release holds no ``solutions/``, no
+judge, no checks with their known-bug implementations, no tests and no Gradescope bundle.
+Final grading (``mha-grade``, Gradescope) draws hidden cases with another seed.
+
+    python scripts/build_release.py [--out dist/release]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# The grader's pieces a self-check needs: the isolated runner (sandbox, worker, protocol,
+# drivers), reading submissions, reports, the spec and the public checker. Not the judge,
+# the checks (exercises/), the reference namespace, the batch tools or the CLI.
+AUTOGRADER_FILES = ("__init__.py", "spec.py", "drivers.py", "protocol.py", "sandbox.py", "worker.py",
+                    "submission.py", "notebooks.py", "report.py", "public.py")
+TOP_FILES = ("_config.yml", "_toc.yml", "requirements.txt", "pyproject.toml")
+DIRECTORIES = ("book", "mha_exercises", "lab")
+SKIP = {"__pycache__", ".ipynb_checkpoints", "_build", ".pytest_cache"}
+
+
+def public_cases(directory: Path) -> dict[str, int]:
+    """Each exercise's public cases with the reference's and the known bugs' outputs."""
+    import numpy as np
+
+    from autograder import judge, public, reference
+    from autograder.exercises import EXERCISES
+    from autograder.runner import case_rng
+
+    counts = {}
+    for exercise in EXERCISES.values():
+        cases = exercise.cases(case_rng(public.PUBLIC_SEED, exercise.id))
+        expected, bugs = [], []
+        for case in cases:
+            out = judge.run_driver(case, reference.namespace())
+            expected.append(out)
+            shown = {}
+            for diagnosis, bug in exercise.bugs.items():
+                for variant in bug if isinstance(bug, (tuple, list)) else (bug,):
+                    with np.errstate(all="ignore"):
+                        got = judge._bug_output(case, exercise, variant)
+                    if got is not None and judge.compare_outputs(got, out, case, True) is not None:
+                        shown[diagnosis] = got  # this bug shows on this case: its output names it
+                        break
+            bugs.append(shown)
+        public.store(exercise, cases, expected, bugs, directory)
+        counts[exercise.id] = len(cases)
+    return counts
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".pyc")])
+
+
+def _pyproject(text: str) -> str:
+    # The release has no full grader: its console script is the public self-check.
+    text = text.replace('mha-grade = "autograder.cli:main"', 'mha-check = "autograder.public:main"')
+    return re.sub(r'include = \[[^\]]*\]', 'include = ["mha_exercises*", "autograder*", "lab*"]', text, count=1)
+
+
+README = """# Multi-head attention, from the ground up: learner release
+
+The chapters are in `book/` (Jupyter notebooks), your exercises in `mha_exercises/`: replace
+each `raise NotImplementedError` with your code. Set up once:
+
+```bash
+python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -r requirements.txt && .venv/bin/pip install -e .
+```
+
+Check your work on the public practice cases, all exercises or one:
+
+```bash
+.venv/bin/python -m autograder.public mha_exercises
+.venv/bin/python -m autograder.public mha_exercises --exercise softmax
+```
+
+or `check("softmax")` in a chapter notebook. Your code runs in a separate, confined process;
+the check compares it with stored expected outputs and names the likely mistake when it
+recognises one. Your grade comes from the same checks on hidden cases (other random inputs),
+so pass them because your code is right, not because it fits these cases.
+"""
+
+
+def build(out: Path) -> dict[str, int]:
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in DIRECTORIES:
+        if (ROOT / name).is_dir():
+            _copy_tree(ROOT / name, out / name)
+    for name in TOP_FILES:
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, out / name)
+    (out / "pyproject.toml").write_text(_pyproject((ROOT / "pyproject.toml").read_text()))
+    (out / "README.md").write_text(README)
+    (out / "autograder").mkdir()
+    for name in AUTOGRADER_FILES:
+        shutil.copy2(ROOT / "autograder" / name, out / "autograder" / name)
+    counts = public_cases(out / "autograder" / "public_cases")
+    shutil.make_archive(str(out), "zip", out.parent, out.name)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "release")
+    args = parser.parse_args(argv)
+    counts = build(args.out)
+    print(f"{args.out} (+ {args.out.name}.zip): {len(counts)} exercises, {sum(counts.values())} public cases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
