@@ -167,9 +167,14 @@ def mha_forward(ns, config, state, query, key, value, mask=None, head_mask=None,
     layer.train(train)
     grad = grad_out is not None
     q, k, v = (_tensor(x, dtype, grad) for x in (query, key, value))
+    m, h = _tensor(mask, dtype), _tensor(head_mask, dtype)
     torch.manual_seed(1)
-    result = layer(q, k, v, mask=_tensor(mask, dtype), head_mask=_tensor(head_mask, dtype))
+    result = layer(q, k, v, mask=m, head_mask=h)
     data.update(describe_result(result, ("out", "weights")))
+    # Cast back to the case's dtype, so that an unchanged input compares equal to the original.
+    inputs = {"query": q, "key": k, "value": v, "mask": m, "head_mask": h}
+    data["kwargs_after"] = {name: _cast_back(t, original) for (name, t), original in
+                            zip(inputs.items(), (query, key, value, mask, head_mask)) if t is not None}
     if grad and "out" in data and "weights" in data and _shapes_fit(data, grad_out, grad_weights):
         out, weights = result
         loss = (out * _tensor(grad_out, dtype)).sum() + (weights * _tensor(grad_weights, dtype)).sum()
@@ -183,6 +188,11 @@ def mha_forward(ns, config, state, query, key, value, mask=None, head_mask=None,
                     grads[f"{name}.{part}"] = tensor.grad
         data["grads"] = {name: plain(g)[0] for name, g in grads.items()}
     return data
+
+
+def _cast_back(tensor, original):
+    array = plain(tensor)[0]
+    return array if array is None else array.astype(np.asarray(original).dtype)
 
 
 def _shapes_fit(data, grad_out, grad_weights):

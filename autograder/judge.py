@@ -105,6 +105,10 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
     return None
 
 
+# How the entries of the torch drivers' dict outputs read in a sentence.
+DICT_LABELS = {"param_shapes": "the shape of your layer's", "grads": "the gradient w.r.t."}
+
+
 def compare_values(name, got, expected, rtol, atol, sizes=None):
     """Compare plain data of any form (arrays, numbers, None, lists, dicts)."""
     if isinstance(expected, np.ndarray):
@@ -113,7 +117,11 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
         if not isinstance(got, dict):
             return f"{name} is {_a(type(got).__name__)}, expected a dict"
         for key, value in expected.items():
-            message = compare_values(f"{name}[{key}]", got.get(key), value, rtol, atol, sizes)
+            if name == "grads" and got.get(key) is None and value is not None:
+                return (f"no gradient reached {key}: is something detached on the way to the output "
+                        f"(.detach(), .numpy(), torch.no_grad(), a new tensor)?")
+            label = f"{DICT_LABELS[name]} {key}" if name in DICT_LABELS else f"{name}[{key}]"
+            message = compare_values(label, got.get(key), value, rtol, atol, sizes)
             if message:
                 return message
         return None
@@ -150,6 +158,8 @@ def _a(noun):
 
 def _what(data):
     kind = data.get("result_type")
+    if kind is None:
+        return "nothing"
     if kind == "NoneType":
         return "None"
     if kind in ("tuple", "list"):
@@ -163,6 +173,13 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
         return f"the learner's process returned {_a(type(got).__name__)}, not the driver's data"
     sizes = case.inputs.get("sizes")
     names = [k for k in expected if k not in drivers.META_KEYS and not k.startswith("_")]
+    # What did come back first (a layer of the wrong shape returns its parameter shapes only).
+    for key in names:
+        if key in got:
+            label = "the result" if names == ["out"] else key  # a single output has no name of its own
+            message = compare_values(label, got[key], expected[key], case.rtol, case.atol, sizes)
+            if message:
+                return message
     missing = [k for k in names if k not in got]
     if missing and "result_type" in expected:
         want = expected.get("types", {})
@@ -172,20 +189,23 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
             return f"{k} is {_a(str(got.get('types', {}).get(k, '?')))}, expected {_a(want.get(k, 'ndarray'))}"
         form = "(" + ", ".join(want) + ")" if len(want) > 1 else ""
         return f"returned {_what(got)}, expected {_what(expected)} {form}".rstrip()
-    for key in names:
-        label = "the result" if names == ["out"] else key  # a single output has no name of its own
-        message = compare_values(label, got.get(key), expected[key], case.rtol, case.atol, sizes)
-        if message:
-            return message
+    if missing:
+        return f"{missing[0]} is missing from the output"
     if check_inputs:
-        return _inputs_changed(got, case)
+        return _inputs_changed(got, expected, case)
     return None
 
 
-def _inputs_changed(got, case):
-    args, kwargs = case.inputs.get("args", []), case.inputs.get("kwargs", {})
+def _inputs_changed(got, expected, case):
+    """The first array input that the call changed, as a sentence, else None.
+
+    Positional inputs are the ``call`` driver's ``args``; named ones are those the reference
+    run reported in ``kwargs_after`` (``call``'s kwargs, or a torch driver's query/key/value).
+    """
+    args = case.inputs.get("args", [])
+    named = case.inputs.get("kwargs", case.inputs)
     after = list(zip(range(1, len(args) + 1), args, got.get("args_after") or [None] * len(args)))
-    after += [(k, kwargs[k], (got.get("kwargs_after") or {}).get(k)) for k in kwargs]
+    after += [(k, named.get(k), (got.get("kwargs_after") or {}).get(k)) for k in expected.get("kwargs_after") or {}]
     for which, before, now in after:
         if isinstance(before, np.ndarray):
             if not (isinstance(now, np.ndarray) and now.shape == before.shape

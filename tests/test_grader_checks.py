@@ -221,3 +221,68 @@ def test_a_submission_without_the_scale_gets_the_diagnosis_in_the_report(tmp_pat
     sdpa = results["scaled_dot_product_attention"]
     assert sdpa.status in ("partial", "failed")
     assert sdpa.feedback.startswith("Your output matches attention without the 1/sqrt(d_k) scale")
+
+
+def test_an_in_place_change_of_a_layer_input_is_reported():
+    reference_layer = reference.namespace().module("layer").MultiHeadAttention
+
+    class ScalesQueryInPlace(reference_layer):
+        def forward(self, query, key, value, mask=None, head_mask=None):
+            query.mul_(1.0)  # harmless in value, but still an in-place write...
+            key.add_(1.0)  # ...and this one changes the caller's tensor
+            return super().forward(query, key, value, mask, head_mask)
+
+    exercise = EXERCISES["MultiHeadAttention"]
+    result = grade(exercise, ScalesQueryInPlace)
+    forward = [c.name for c in exercise.cases(np.random.default_rng(0))
+               if c.driver == "mha_forward" and "grad_out" not in c.inputs]
+    assert len(forward) >= 5
+    for case in result.cases:
+        if case.name in forward:
+            assert case.feedback == "argument 'key' was modified in place (exercises never modify their inputs)"
+
+
+def test_layer_messages_name_the_parameter_and_the_gradient():
+    reference_layer = reference.namespace().module("layer").MultiHeadAttention
+
+    class IgnoresKdim(reference_layer):
+        def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, dropout=0.0):
+            super().__init__(embed_dim, num_heads, vdim=vdim, bias=bias, dropout=dropout)
+
+    class DetachesValues(reference_layer):
+        def forward(self, query, key, value, mask=None, head_mask=None):
+            return super().forward(query, key, value.detach(), mask, head_mask)
+
+    kdim = grade(EXERCISES["MultiHeadAttention"], IgnoresKdim)
+    assert "the shape of your layer's W_k.weight is [18, 18], expected [18, 7]" in [
+        c.feedback for c in kdim.cases if not c.passed][0]
+    detached = grade(EXERCISES["MultiHeadAttention"], DetachesValues)
+    assert [c.feedback for c in detached.cases if not c.passed] == [
+        "no gradient reached value: is something detached on the way to the output "
+        "(.detach(), .numpy(), torch.no_grad(), a new tensor)?"]
+
+
+def test_from_torch_reference_matches_torch_itself():
+    """The from_torch cases compare with the reference; the reference must equal torch's module."""
+    import torch
+
+    from autograder import drivers
+
+    for case in EXERCISES["MultiHeadAttention"].cases(np.random.default_rng(0)):
+        if case.driver != "mha_from_torch":
+            continue
+        expected = _expected(case)
+        inputs, config = case.inputs, case.inputs["config"]
+        torch_layer = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config["bias"],
+                                                  kdim=config["kdim"], vdim=config["vdim"], batch_first=True,
+                                                  dtype=torch.float64)
+        torch_layer.load_state_dict({k: torch.from_numpy(v) for k, v in inputs["torch_state"].items()})
+        q, k, v = (torch.from_numpy(inputs[n]) for n in ("query", "key", "value"))
+        # torch's attn_mask: True means "may NOT attend", and it wants (B*H, Lq, Lk) or (Lq, Lk).
+        mask = torch.from_numpy(np.broadcast_to(inputs["mask"], (q.shape[0], q.shape[1], k.shape[1])).copy())
+        attn_mask = (~mask).repeat_interleave(config["num_heads"], dim=0)
+        with torch.no_grad():
+            out, weights = torch_layer(q, k, v, attn_mask=attn_mask, average_attn_weights=False)
+        np.testing.assert_allclose(expected["out"], out.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(expected["weights"], weights.numpy(), rtol=1e-12, atol=1e-12)
+        assert drivers.LINEARS == ("W_q", "W_k", "W_v", "W_o")

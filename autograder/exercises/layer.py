@@ -242,11 +242,12 @@ def layer_cases(rng):
         k_in, v_in = (kdim, vdim) if cross else (E, E)
         config = dict(embed_dim=E, num_heads=H, kdim=k_in if cross else None, vdim=v_in if cross else None,
                       bias=bias, dropout=dropout)
-        return dict(config=config, state=_linear_state(rng, E, k_in, v_in, bias), query=randn(rng, (B, Lq, E)),
-                    key=randn(rng, (B, Lk, k_in)), value=randn(rng, (B, Lk, v_in)), dtype=dtype, sizes=sizes)
+        return dict(config=config, state=_linear_state(rng, E, k_in, v_in, bias), query=randn(rng, (B, Lq, E), dtype),
+                    key=randn(rng, (B, Lk, k_in), dtype), value=randn(rng, (B, Lk, v_in), dtype), dtype=dtype,
+                    sizes=sizes)
 
-    def case(name, driver, inputs, dtype="float64", properties=("rows_sum_to_one", "masked_exactly_zero"),
-             tolerance=None):
+    def case(name, driver, inputs, dtype="float64",
+             properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"), tolerance=None):
         return Case(name=name, driver=driver, inputs=inputs, properties=properties,
                     **(tolerance or TOLERANCE[dtype]))
 
