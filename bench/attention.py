@@ -33,14 +33,13 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MHA_BACKEND", "solutions")  # the benchmark measures the reference
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mha_exercises.backend import load  # noqa: E402
+from mha_exercises.backend import backend, load  # noqa: E402
 
 LAYER_RATIO_TARGET = 1.3  # course layer / torch.nn.MultiheadAttention, forward + backward
 MEMORY_FRACTION_TARGET = 1 / 8  # chunked peak / plain peak at L=8192
@@ -142,7 +141,7 @@ def peak_memory(kind, length, chunk_size=256, head_dim=64):
     """
     args = [sys.executable, str(Path(__file__).resolve()), "--child", kind, str(length), str(chunk_size),
             str(head_dim)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "MHA_BACKEND": backend()}
     done = subprocess.run(args, capture_output=True, text=True, check=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -157,30 +156,34 @@ def attention_time(kind, length, chunk_size=256, head_dim=64, repeats=5):
 @torch.no_grad()
 def decode(layer, prompt, num_tokens, use_cache):
     """Generates ``num_tokens`` vectors one at a time, each new input being the last output
-    (a toy autoregressive loop). Returns ``(outputs (B, num_tokens, E), seconds)``."""
+    (a toy autoregressive loop). Returns ``(outputs (B, num_tokens, E), seconds per step)``."""
     cache = load("efficient").KVCache() if use_cache else None
-    sequence, step_input, outputs = prompt, prompt, []
-    start = time.perf_counter()
+    sequence, step_input, outputs, seconds = prompt, prompt, [], []
     for _ in range(num_tokens):
+        start = time.perf_counter()
         if use_cache:  # only the new token goes through the layer; its past is in the cache
             out = layer(step_input, causal=True, cache=cache)[:, -1:]  # (B, 1, E)
         else:  # the whole sequence again, every time
             out = layer(sequence, causal=True)[:, -1:]  # (B, 1, E)
+        seconds.append(time.perf_counter() - start)
         outputs.append(out)
         sequence, step_input = torch.cat([sequence, out], dim=1), out
-    return torch.cat(outputs, dim=1), time.perf_counter() - start
+    return torch.cat(outputs, dim=1), seconds
 
 
 def time_decoding(num_tokens=256, embed_dim=256, num_heads=8, num_kv_heads=2, batch=1, repeats=3):
-    """Median seconds to decode ``num_tokens`` with and without a KV cache, and the largest
-    difference between the two outputs."""
+    """Median seconds to decode ``num_tokens`` with and without a KV cache (``"cache"``,
+    ``"recompute"``), the median seconds of each step (``"steps_cache"``, ``"steps_recompute"``)
+    and the largest difference between the two outputs (``"max_diff"``)."""
     torch.manual_seed(0)
     layer = load("efficient").GroupedQueryAttention(embed_dim, num_heads, num_kv_heads).eval()
     prompt = torch.randn(batch, 1, embed_dim)
     results = {}
     for use_cache in (True, False):
         runs = [decode(layer, prompt, num_tokens, use_cache) for _ in range(repeats)]
-        results["cache" if use_cache else "recompute"] = statistics.median(s for _, s in runs)
+        name = "cache" if use_cache else "recompute"
+        results[name] = statistics.median(sum(s) for _, s in runs)
+        results[f"steps_{name}"] = [statistics.median(step) for step in zip(*(s for _, s in runs))]
         results["out_cache" if use_cache else "out_recompute"] = runs[0][0]
     results["max_diff"] = (results.pop("out_cache") - results.pop("out_recompute")).abs().max().item()
     return results
@@ -239,6 +242,7 @@ def main():
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("MHA_BACKEND", "solutions")  # run as a script, it measures the reference
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kind, length, chunk_size, head_dim = sys.argv[2], *map(int, sys.argv[3:6])
         torch.set_num_threads(1)

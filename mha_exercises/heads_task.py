@@ -125,14 +125,60 @@ def ablation_table(model, tokens, colours, targets):
 
 
 @torch.no_grad()
-def attention_at_query(model, tokens, colours):
-    """Where each head looks from ``?``: mean weight on the red digit, the blue digit and the
-    majority digits, ``(H, 3)`` (columns in the order of ``TASKS``; the majority column sums
-    the weight over all copies of the majority digit)."""
-    _, weights = model(tokens, colours)
+def attention_at_query(model, tokens, colours, weights=None):
+    """Where each head looks from ``?``, averaged over the examples: ``(H, 3)``.
+
+    Columns in the order of ``TASKS``: the weight on the red digit, on the blue digit, and on
+    the *uncoloured* copies of the majority digit (so that a pointer to a coloured digit that
+    happens to be the majority does not count as looking at the majority). ``weights``
+    ``(N, H, L+1, L+1)`` replaces the model's, e.g. to see what a uniform head would give.
+    """
+    if weights is None:
+        _, weights = model(tokens, colours)
     at_query = weights[:, :, -1, :-1]  # (N, H, L): the ``?`` row, keys without ``?`` itself
-    digits = tokens[:, :-1]  # (N, L)
+    digits, plain = tokens[:, :-1], colours[:, :-1] == PLAIN  # (N, L)
     counts = torch.stack([(digits == d).sum(-1) for d in range(NUM_DIGITS)], dim=-1)  # (N, 10)
     majority = counts.argmax(-1)  # (N,)
-    targets = [colours[:, :-1] == RED, colours[:, :-1] == BLUE, digits == majority[:, None]]  # (N, L) each
+    targets = [colours[:, :-1] == RED, colours[:, :-1] == BLUE, (digits == majority[:, None]) & plain]  # (N, L)
     return torch.stack([(at_query * t[:, None]).sum(-1).mean(0) for t in targets], dim=-1).numpy()
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def plot_heads(weights, labels, titles=None):
+    """One heatmap per head, side by side: ``weights (H, L, L)`` of one example, tokens as ticks."""
+    import matplotlib.pyplot as plt
+
+    weights = np.asarray(weights)
+    num_heads = weights.shape[0]
+    fig, axes = plt.subplots(1, num_heads, figsize=(4.2 * num_heads, 4.4), squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        image = ax.imshow(weights[h], cmap="viridis", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        ax.set_title(titles[h] if titles else f"head {h}", fontsize=10)
+    fig.colorbar(image, ax=list(axes[0]), fraction=0.02, pad=0.02, label="attention weight")
+    plt.close(fig)
+    return fig
+
+
+def plot_ablation(table):
+    """The ``ablation_table`` as a heatmap: rows = head removed, columns = question, cells = accuracy."""
+    import matplotlib.pyplot as plt
+
+    table = np.asarray(table)
+    rows = ["none"] + [f"head {h}" for h in range(table.shape[0] - 1)]
+    fig, ax = plt.subplots(figsize=(4.6, 0.45 * len(rows) + 1.4))
+    ax.imshow(table, cmap="RdYlGn", vmin=0.0, vmax=1.0)
+    for (i, j), acc in np.ndenumerate(table):
+        ax.text(j, i, f"{acc:.2f}", ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(len(TASKS)), TASKS)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_xlabel("question")
+    ax.set_ylabel("head removed")
+    ax.set_title("accuracy with one head removed", fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
