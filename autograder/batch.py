@@ -365,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (keep it secret)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds per submission before it is stopped (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--run-as", metavar="USER",
+                        help="when run as root: run the learners' code as this unprivileged user")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no tables")
     args = parser.parse_args(argv)
     if not args.directory.is_dir():
@@ -373,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown exercise id(s): {', '.join(unknown)}")
     result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
-                       exercises=args.exercises, seed=args.seed, timeout=args.timeout, progress=not args.quiet)
+                       exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
+                       progress=not args.quiet)
     n = len(result.outcomes)
     print(f"{n} submissions ({result.graded} graded, {n - result.graded} unchanged) in {result.wall:.1f} s "
           f"-> {args.out / 'grades.csv'}", file=sys.stderr)
