@@ -82,17 +82,31 @@ def describe_result(result, returns):
 
 
 def _arrays_only(values):
-    return [plain(v)[0] if isinstance(v, np.ndarray) else None for v in values]
+    return [plain(v)[0] if _is_array(v) else None for v in values]
 
 
-def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None):
+def _is_array(x):
+    torch = _torch_if_loaded()
+    return isinstance(x, np.ndarray) or (torch is not None and isinstance(x, torch.Tensor))
+
+
+def _as_tensor(x):
+    import torch
+
+    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+
+
+def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_tensors=False):
     """Call ``<module of function>.<function>(*args, **kwargs)`` on copies of the inputs.
 
     ``returns`` names the outputs (``("out", "weights")`` for a function returning a pair).
     ``sizes`` (e.g. ``{"B": 2, "Lq": 3}``) is for the judge's messages and is not used here.
+    ``as_tensors``: pass the array inputs as torch tensors (for the PyTorch exercises).
     """
     kwargs = dict(kwargs or {})
     args, kwargs = copy.deepcopy(list(args)), copy.deepcopy(kwargs)
+    if as_tensors:
+        args, kwargs = [_as_tensor(a) for a in args], {k: _as_tensor(v) for k, v in kwargs.items()}
     fn = getattr(ns.module(MODULE_OF[function]), function)
     result = fn(*args, **kwargs)
     data = describe_result(result, tuple(returns))

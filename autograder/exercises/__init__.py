@@ -12,7 +12,8 @@ An exercise's checks live in the module of its chapter (``attention.py`` holds c
    For a plain function use ``cases.call_case(name, function, args, kwargs, returns=...,
    sizes=..., dtype=..., properties=...)``: it runs ``<module>.<function>(*args, **kwargs)``
    in the learner's process through the generic ``call`` driver and sets the tolerance of the
-   dtype (``cases.TOLERANCE``, stated once with its reason). Give every size a distinct value
+   dtype (``cases.TOLERANCE``, stated once with its reason); ``as_tensors=True`` hands the
+   arrays to a PyTorch function as tensors (tensor results come back as arrays). Give every size a distinct value
    and name it in ``sizes`` (``dict(B=2, H=3, Lq=4, Lk=5)``) so that a swapped axis shows and
    the feedback can name it ("shape (2, 5, 4) = (B, Lk, Lq)"). Cover float32 and float64,
    masks (padding, causal, fully masked rows), extreme values, and properties

@@ -27,9 +27,14 @@ def randn(rng, shape, dtype="float64", scale=1.0):
 
 
 def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None, dtype="float64",
-              weight=1.0, properties=(), **tolerance):
-    """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable)."""
+              weight=1.0, properties=(), as_tensors=False, **tolerance):
+    """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable).
+
+    ``as_tensors=True`` hands the array inputs to the function as torch tensors.
+    """
     tol = {**TOLERANCE[dtype], **tolerance}
     inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}),
               "returns": list(returns), "sizes": dict(sizes or {})}
+    if as_tensors:
+        inputs["as_tensors"] = True
     return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), **tol)
