@@ -4,8 +4,9 @@
               [--seed N] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
     mha-grade batch DIR ...          (many submissions: autograder/batch.py)
 
-The learner-side process is started before anything else is imported, so that its imports
-(NumPy, torch) and the grader's own run at the same time. Exit status: 0 when grading
+The learner-side process (the zygote) is started before the grader imports its checks and
+the reference solutions: torch is imported once, here, and the zygote forked from this
+process then, so it holds no reference code and the grader needs no second torch import. Exit status: 0 when grading
 completed, whatever the score; 2 when the submission or the options are unusable; 1 when
 the grader itself failed.
 """
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import sandbox
 
     try:
-        zygote = sandbox.Zygote(user=args.run_as)  # first: its imports overlap with ours below
+        zygote = sandbox.Zygote(user=args.run_as)  # first: before any reference code is imported
     except (OSError, sandbox.ZygoteError) as err:
         print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
         return 1

@@ -48,8 +48,12 @@ def learner_ids(user: str | None) -> tuple[int, int] | None:
 
 
 class Zygote:
-    def __init__(self, drivers: str = "autograder.drivers", user: str | None = None):
-        self.drivers = drivers
+    def __init__(self, drivers: str = "autograder.drivers", user: str | None = None, fork: bool = True):
+        """``fork``: when this process holds no reference code yet (the CLI, before it imports
+        the judge), import torch here once and fork the zygote from it: one torch import in
+        all instead of two, which is what a loaded machine notices. Otherwise (the judge or
+        ``solutions`` already imported, as in the tests) a fresh interpreter."""
+        self.drivers, self.fork = drivers, fork
         # The zygote stays root (it has to read the harness and kill its children); each
         # child drops to this user before any learner code runs (worker._drop_privileges).
         self.run_as = learner_ids(user)
@@ -59,18 +63,22 @@ class Zygote:
 
     def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        env.pop("MHA_GRADE_RUN_AS", None)
-        if self.run_as:
-            env["MHA_GRADE_RUN_AS"] = "%d:%d" % self.run_as
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "autograder.worker", str(theirs.fileno()), self.drivers],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
-        )
+        if self.fork and not _references_loaded():
+            self.process = _fork_zygote(theirs, ours, self.drivers, self.run_as)
+        else:
+            env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+                       PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+            env.pop("MHA_GRADE_RUN_AS", None)
+            if self.run_as:
+                env["MHA_GRADE_RUN_AS"] = "%d:%d" % self.run_as
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "autograder.worker", str(theirs.fileno()), self.drivers],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
+            )
         theirs.close()
         self.control, self._ready = ours, False
+        _OPEN.append(ours)
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
         if self._ready:
@@ -126,9 +134,71 @@ class Zygote:
     def close(self) -> None:
         if self.control is not None:
             self.control.close()
+            if self.control in _OPEN:
+                _OPEN.remove(self.control)
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+
+def _references_loaded() -> bool:
+    """Whether reference code (which a forked zygote would carry in memory) is imported here."""
+    from .worker import REFERENCES
+
+    return any(name == r or name.startswith(r + ".") for name in sys.modules for r in REFERENCES)
+
+
+def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_as) -> "_Forked":
+    from . import worker
+
+    loaded = worker.preload(drivers)  # in this process: the grader needs torch too
+    pid = os.fork()
+    if pid == 0:  # the zygote: nothing of the grader's beyond what it had imported so far
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            for sock in [ours, *_OPEN]:  # the grader's ends: EOF must reach the zygote
+                sock.close()
+            os.environ.pop("MHA_GRADE_RUN_AS", None)
+            if run_as:  # read by each child (worker._drop_privileges), as in the spawned zygote
+                os.environ["MHA_GRADE_RUN_AS"] = "%d:%d" % run_as
+            worker.serve(control, loaded)
+        finally:
+            os._exit(0)
+    return _Forked(pid)
+
+
+_OPEN: list = []  # the control sockets of this process's zygotes: a forked zygote closes them
+
+
+class _Forked:
+    """The few Popen methods used here, for a zygote forked from this process."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def wait(self):
+        while self.poll() is None:
+            time.sleep(0.005)
+        return self.returncode
 
 
 @dataclass

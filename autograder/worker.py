@@ -31,8 +31,9 @@ import traceback
 import types
 
 # Modules a learner's process must never import: the references and the scoring.
-BLOCKED = ("solutions", "autograder.judge", "autograder.exercises", "autograder.runner",
-           "autograder.report", "autograder.cli", "autograder.sandbox")
+REFERENCES = ("solutions", "autograder.judge", "autograder.exercises", "autograder.reference")
+BLOCKED = REFERENCES + ("autograder.runner", "autograder.report", "autograder.cli", "autograder.sandbox",
+                        "autograder.batch", "autograder.similarity", "autograder.summary")
 PACKAGE = "mha_exercises"
 _isinstance, _type, _str = isinstance, type, str  # learner code may patch builtins later
 
@@ -40,10 +41,21 @@ _isinstance, _type, _str = isinstance, type, str  # learner code may patch built
 # ------------------------------------------------------------------------------ the zygote
 
 def main(argv=None) -> None:
+    """``python -m autograder.worker CONTROL_FD [DRIVERS]``: a zygote in a fresh interpreter."""
     argv = sys.argv[1:] if argv is None else argv
     control = socket.socket(fileno=int(argv[0]))
-    drivers_name = argv[1] if len(argv) > 1 else "autograder.drivers"
+    serve(control, preload(argv[1] if len(argv) > 1 else "autograder.drivers"))
+
+
+def preload(drivers_name: str = "autograder.drivers"):
+    """What every child needs, imported once: NumPy, torch (one thread), the drivers.
+
+    Returns the drivers module, or the exception that stopped its import (every case then
+    fails as a crash with that message, and the grader's report says so).
+    """
     os.environ["OMP_NUM_THREADS"] = "1"
+    import importlib
+
     import numpy  # noqa: F401
     import torch
 
@@ -51,12 +63,14 @@ def main(argv=None) -> None:
     from autograder import protocol
 
     protocol.capture_torch()
-    import importlib
-
     try:
-        drivers = importlib.import_module(drivers_name)
-    except Exception as err:  # the grader reports it; every case then fails as a crash
-        drivers = err
+        return importlib.import_module(drivers_name)
+    except Exception as err:
+        return err
+
+
+def serve(control: socket.socket, drivers) -> None:
+    """The zygote's loop: fork a child per "F", reap and report per "W", until EOF."""
     _become_subreaper()
     control.sendall(b"R")  # ready
     active: dict[int, int | None] = {}  # pid of each live child -> wait status once reaped

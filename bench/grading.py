@@ -1,0 +1,74 @@
+"""Benchmark: grading a complete correct submission, against `python -c "import torch"`.
+
+Both are timed here, in the same run, as fresh processes (what a learner waits for):
+``mha-grade solutions --quiet`` (every exercise that has checks) and the bare torch import,
+alternated so that the machine's load weighs on both alike. Prints a table of the medians
+and exits non-zero when grading takes more than TARGET times the import.
+
+    .venv/bin/python bench/grading.py [--runs 5] [--target 1.5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 1.5
+
+
+def timed(cmd: list[str]) -> float:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    return elapsed
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--target", type=float, default=TARGET)
+    args = p.parse_args(argv)
+
+    grade = [sys.executable, "-m", "autograder", "solutions", "--quiet"]
+    torch_import = [sys.executable, "-c", "import torch"]
+    score = subprocess.run(grade, cwd=ROOT, capture_output=True, text=True,
+                           env=dict(os.environ, OMP_NUM_THREADS="1")).stdout.strip()  # warm-up
+    times = {"grade": [], "torch": []}
+    for _ in range(args.runs):
+        times["torch"].append(timed(torch_import))
+        times["grade"].append(timed(grade))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ratio = med["grade"] / med["torch"]
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Grading solutions/ ({score} points), median of {args.runs} runs")
+    table.add_column("command")
+    table.add_column("median (s)", justify="right")
+    table.add_column("min (s)", justify="right")
+    table.add_column("max (s)", justify="right")
+    for label, key in (("mha-grade solutions (all exercises)", "grade"), ('python -c "import torch"', "torch")):
+        table.add_row(label, f"{med[key]:.2f}", f"{min(times[key]):.2f}", f"{max(times[key]):.2f}")
+    verdict = "met" if ratio <= args.target else "MISSED"
+    table.add_row(f"ratio (target <= {args.target:g}x)", f"{ratio:.2f}x", "", verdict)
+    Console().print(table)
+    try:
+        load = os.getloadavg()[0]
+        Console().print(f"load average (1 min) during the run: {load:.1f} on {os.cpu_count()} cores",
+                        style="dim")
+    except OSError:
+        pass
+    return 0 if ratio <= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
