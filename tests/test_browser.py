@@ -8,8 +8,9 @@ page is visited once; the tests below check what was recorded:
 - it loads with no failed request, no request leaving 127.0.0.1 and no console error;
 - MathJax typeset every equation (each `.math` element holds an `mjx-container`, no TeX error,
   no raw `$$`, `\\(` or `\\[` left in the visible text);
-- every `{exercise}` and `{solution}` in the page's source is rendered;
-- every solution starts collapsed and opens on a click;
+- every exercise, solution and hint in the page's source is rendered, and every exercise states
+  its difficulty, importance and time budget;
+- every hint and every solution starts collapsed and opens on a click;
 - every image has loaded (naturalWidth > 0);
 - every internal link points at a file of the site, and at an id that exists in it;
 - the download button offers the page's source (the .ipynb of a notebook chapter).
@@ -95,8 +96,19 @@ def count_directives(docname: str, name: str) -> int:
     return len(fence.findall(markdown_text(path)))
 
 
+def count_hints(docname: str) -> int:
+    """`{hint}` directives, and `{admonition}`s whose title starts with "Hint"."""
+    path = source_path(docname)
+    if path is None:
+        return 0
+    fence = re.compile(r"^[ \t]*(?:`{3,}|:{3,})[ \t]*\{(?:hint\}|admonition\}[ \t]*Hint)", re.MULTILINE)
+    return len(fence.findall(markdown_text(path)))
+
+
 DOCNAMES = toc_docnames()
-DOCNAMES_WITH_SOLUTIONS = [d for d in DOCNAMES if count_directives(d, "solution") > 0]
+DOCNAMES_WITH_EXERCISES = [d for d in DOCNAMES if count_directives(d, "exercise") > 0]
+DOCNAMES_WITH_COLLAPSIBLES = [
+    d for d in DOCNAMES if count_directives(d, "solution") > 0 or count_hints(d) > 0]
 
 
 # ---------------------------------------------------------------- serving and browsing
@@ -146,8 +158,9 @@ class Visit:
     external_requests: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
     math: dict = field(default_factory=dict)
-    exercises: int = 0
+    exercises: list[str] = field(default_factory=list)  # the text of each exercise block
     solutions: list[dict] = field(default_factory=list)
+    hints: list[dict] = field(default_factory=list)
     images: list[dict] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
@@ -187,9 +200,9 @@ _IMAGES_JS = """async () => {
                            naturalWidth: img.naturalWidth}));
 }"""
 
-# A solution's body is everything but its title. sphinx-togglebutton hides it with
+# A solution's or hint's body is everything but its title. sphinx-togglebutton hides it with
 # visibility, opacity and height (not display), so all three count.
-_SOLUTION_BODY_VISIBLE_JS = """el => [...el.children]
+_BODY_VISIBLE_JS = """el => [...el.children]
   .filter(child => !child.classList.contains('admonition-title'))
   .some(child => child.checkVisibility({visibilityProperty: true, opacityProperty: true})
                  && child.getBoundingClientRect().height > 0)"""
@@ -200,6 +213,35 @@ _RESOURCES_JS = """() => [
   ...[...document.querySelectorAll('link[href]')]
      .filter(el => /stylesheet|preload|icon|font/.test(el.rel)).map(el => el.href),
 ]"""
+
+
+SOLUTIONS = ".solution.admonition"
+HINTS = "[data-test-hint]"
+# A hint is a {hint}, or an {admonition} titled "Hint..." (the chapters' way; given a :class:,
+# such an admonition carries no class saying so): mark them all for HINTS.
+_MARK_HINTS_JS = """() => document.querySelectorAll('.admonition').forEach(el => {
+  const title = el.querySelector(':scope > .admonition-title');
+  if (el.classList.contains('hint') || (title && /^\\s*Hint/.test(title.textContent))) {
+    el.dataset.testHint = '1';
+  }
+})"""
+
+
+def open_by_click(page, block) -> dict:
+    """Whether a collapsible block starts hidden, and shows its body after a click on its toggle."""
+    record = {"title": block.locator(".admonition-title").first.text_content().strip()[:80],
+              "hidden_at_first": not block.evaluate(_BODY_VISIBLE_JS),
+              "shown_after_click": False}
+    button = block.locator("button.toggle-button")
+    if button.count() == 0:
+        return record  # not collapsible at all
+    button.first.click()
+    try:  # the toggle animates for 0.3 s
+        page.wait_for_function(_BODY_VISIBLE_JS, arg=block.element_handle(), timeout=5_000)
+        record["shown_after_click"] = True
+    except PlaywrightTimeout:
+        pass
+    return record
 
 
 def visit_page(browser, site_url: str, docname: str) -> Visit:
@@ -227,7 +269,8 @@ def visit_page(browser, site_url: str, docname: str) -> Visit:
         visit.status = response.status if response else None
         visit.math = page.evaluate(_MATH_JS)
         visit.images = page.evaluate(_IMAGES_JS)
-        visit.exercises = page.locator(".exercise.admonition").count()
+        visit.exercises = page.eval_on_selector_all(
+            ".exercise.admonition", "els => els.map(el => el.textContent)")
         visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
         visit.resources = page.evaluate(_RESOURCES_JS)
         page.wait_for_load_state("networkidle")
@@ -235,17 +278,9 @@ def visit_page(browser, site_url: str, docname: str) -> Visit:
         visit.screenshot = SCREENSHOTS / f"{docname.replace('/', '__')}.png"
         page.screenshot(path=str(visit.screenshot), full_page=True)
         # Last, because clicking changes the page the screenshot shows.
-        for solution in page.locator(".solution.admonition").all():
-            record = {"id": solution.get_attribute("id"),
-                      "hidden_at_first": not solution.evaluate(_SOLUTION_BODY_VISIBLE_JS)}
-            solution.locator("button.toggle-button").first.click()
-            try:  # the toggle animates for 0.3 s
-                page.wait_for_function(_SOLUTION_BODY_VISIBLE_JS, arg=solution.element_handle(),
-                                       timeout=5_000)
-                record["shown_after_click"] = True
-            except PlaywrightTimeout:
-                record["shown_after_click"] = False
-            visit.solutions.append(record)
+        visit.solutions = [open_by_click(page, block) for block in page.locator(SOLUTIONS).all()]
+        page.evaluate(_MARK_HINTS_JS)
+        visit.hints = [open_by_click(page, block) for block in page.locator(HINTS).all()]
     finally:
         context.close()
     return visit
@@ -331,24 +366,33 @@ def test_math_is_typeset(visits, docname):
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_exercise_is_rendered(visits, docname):
     visit = visits(docname)
-    expected_exercises = count_directives(docname, "exercise")
-    expected_solutions = count_directives(docname, "solution")
-    assert visit.exercises == expected_exercises, (
-        f"{docname}: {expected_exercises} exercise directives in the source, "
-        f"{visit.exercises} exercise blocks on the page")
-    assert len(visit.solutions) == expected_solutions, (
-        f"{docname}: {expected_solutions} solution directives in the source, "
-        f"{len(visit.solutions)} solution blocks on the page")
+    for kind, expected, found in [
+        ("exercise", count_directives(docname, "exercise"), len(visit.exercises)),
+        ("solution", count_directives(docname, "solution"), len(visit.solutions)),
+        ("hint", count_hints(docname), len(visit.hints)),
+    ]:
+        assert found == expected, (
+            f"{docname}: {expected} {kind} blocks in the source, {found} on the page")
 
 
-@pytest.mark.parametrize("docname", DOCNAMES_WITH_SOLUTIONS)
-def test_solutions_start_collapsed_and_open_on_click(visits, docname):
-    solutions = visits(docname).solutions
-    assert solutions, f"{docname} has solution directives but no solution block on the page"
-    shown = [s["id"] for s in solutions if not s["hidden_at_first"]]
-    assert not shown, f"{docname}: solutions visible before any click: {shown}"
-    stuck = [s["id"] for s in solutions if not s["shown_after_click"]]
-    assert not stuck, f"{docname}: solutions that stay hidden after a click: {stuck}"
+@pytest.mark.parametrize("docname", DOCNAMES_WITH_EXERCISES)
+def test_exercises_state_ratings_and_time(visits, docname):
+    """Each exercise opens with its difficulty, its importance and a time budget in minutes."""
+    unrated = [text.strip()[:60] for text in visits(docname).exercises
+               if not ("Difficulty" in text and "Importance" in text
+                       and re.search(r"Time\W*~?\s*\d+\s*min", text))]
+    assert not unrated, f"{docname}: exercises without Difficulty, Importance and Time ~N min: {unrated}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES_WITH_COLLAPSIBLES)
+def test_hints_and_solutions_start_collapsed_and_open_on_click(visits, docname):
+    visit = visits(docname)
+    blocks = visit.solutions + visit.hints
+    assert blocks, f"{docname} has hints or solutions in its source but none on the page"
+    shown = [b["title"] for b in blocks if not b["hidden_at_first"]]
+    assert not shown, f"{docname}: hints or solutions visible before any click: {shown}"
+    stuck = [b["title"] for b in blocks if not b["shown_after_click"]]
+    assert not stuck, f"{docname}: hints or solutions that a click does not open: {stuck}"
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
