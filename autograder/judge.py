@@ -14,16 +14,17 @@ import numpy as np
 from . import drivers, reference
 from .spec import Case, CaseError, CaseResult, Exercise, ExerciseResult
 
-# What a CaseError of each kind tells the learner (the pipeline's message follows).
+# What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
+# exception: "ValueError: message (attention.py, line 12)").
 ERROR_FEEDBACK = {
     "not_implemented": "not attempted: the stub still raises NotImplementedError",
-    "missing": "not attempted",
-    "import": "the module failed to import",
-    "exception": "raised",
-    "timeout": "timed out",
-    "memory": "ran out of memory",
-    "crash": "the learner's process died",
-    "garbage": "returned something that is not plain data",
+    "missing": "not attempted: {}",
+    "import": "the module failed to import: {}",
+    "exception": "raised {}",
+    "timeout": "timed out: {}",
+    "memory": "ran out of memory: {}",
+    "crash": "the process running your code died: {}",
+    "garbage": "returned something that is not plain data: {}",
 }
 NOT_ATTEMPTED = ("not_implemented", "missing")
 ERROR_KINDS = ("import", "crash", "memory")
@@ -338,8 +339,7 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
     for i, (case, got) in enumerate(zip(cases, outputs)):
         max_score = exercise.points * case.weight / total
         if isinstance(got, CaseError):
-            feedback = ERROR_FEEDBACK.get(got.kind, got.kind)
-            feedback = f"{feedback}: {got.message}" if got.message else feedback
+            feedback = ERROR_FEEDBACK.get(got.kind, got.kind + ": {}").format(got.message or "no details")
             results.append(CaseResult(case.name, 0.0, max_score, False, feedback))
             continue
         expected[i] = run_driver(case, reference.namespace())

@@ -174,7 +174,7 @@ def test_statuses_from_case_errors():
     assert _case_errors(["import"] * n).status == "error"
     partial = _case_errors(["exception"])
     assert partial.status == "partial" and 0 < partial.score < partial.max_score
-    assert partial.cases[0].feedback == "raised: exception message"
+    assert partial.cases[0].feedback == "raised exception message"
     assert partial.notes == ["a note"]
 
 
