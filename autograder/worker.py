@@ -73,7 +73,7 @@ def serve(control: socket.socket, drivers) -> None:
     """The zygote's loop: fork a child per "F", reap and report per "W", until EOF."""
     _become_subreaper()
     control.sendall(b"R")  # ready
-    active: dict[int, int | None] = {}  # pid of each live child -> wait status once reaped
+    active: set[int] = set()  # the exercise children alive now
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(control, 16, 1)
@@ -91,16 +91,15 @@ def serve(control: socket.socket, drivers) -> None:
                 os.setpgid(pid, pid)  # also done in the child: whichever runs first
             except OSError:
                 pass
-            active[pid] = None
+            active.add(pid)
             control.sendall(struct.pack("<q", pid))
         elif msg[:1] == b"W":  # reap a finished child, report how it ended, kill leftovers
             (pid,) = struct.unpack("<q", msg[1:9])
-            status = active.pop(pid, None)
-            if status is None:
-                try:
-                    status = os.waitpid(pid, 0)[1]
-                except ChildProcessError:
-                    status = -1
+            active.discard(pid)
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                status = -1
             _kill_orphans(active)
             control.sendall(struct.pack("<q", status))
         else:
@@ -117,30 +116,26 @@ def _become_subreaper() -> None:
         pass
 
 
-def _kill_orphans(active: dict) -> None:
+def _kill_orphans(active: set) -> None:
     """SIGKILL every child of the zygote that is not a live exercise child, and reap it.
 
-    Killing a process re-parents its own children to the zygote, hence the repeat. An
-    exercise child that ended meanwhile is reaped too: its status is kept for its "W".
+    Each is waited for before looking again: its own children are re-parented to the
+    zygote only once it has died, and they are killed in the next round.
     """
-    for _ in range(8):
+    for _ in range(100):
         orphans = [pid for pid in _children() if pid not in active]
+        if not orphans:
+            return
         for pid in orphans:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        while True:
+        for pid in orphans:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                os.waitpid(pid, 0)
             except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid in active:
-                active[pid] = status
-        if not orphans:
-            return
+                pass
 
 
 def _children() -> list[int]:
