@@ -70,13 +70,25 @@ def verdict(report: dict) -> str:
                      f"{r['status']} ({passed} of {n} checks passed)")
         if r["feedback"]:
             lines.append(_wrap(r["feedback"], "   "))
-        failing = [c for c in r["cases"] if not c["passed"] and c["feedback"] and c["feedback"] not in r["feedback"]]
-        for c in failing[:3]:
+        for c in _telling(r)[:3]:
             lines.append(_wrap(f"• {c['name']}: {c['feedback']}", "   ", "     "))
-        if len(failing) > 3:
-            lines.append(f"   … and {len(failing) - 3} more failing checks")
         lines += [_wrap(f"note: {note}", "   ", "     ") for note in r["notes"]]
     return "\n".join(lines)
+
+
+def _telling(result: dict) -> list[dict]:
+    """Failing checks that add to the summary: one example per diagnosis, each other failure once."""
+    said = [result["feedback"].lower()]
+    out = []
+    for c in result["cases"]:
+        key = (c.get("diagnosis") or c["feedback"] or "").lower()
+        if c["passed"] or not key or key in said:
+            continue
+        said.append(key)
+        out.append(c)
+    if not out and result["status"] != "not attempted":  # the summary named the cause: one example
+        out = [c for c in result["cases"] if not c["passed"] and c["feedback"] not in result["feedback"]][:1]
+    return out
 
 
 def _wrap(text: str, first: str, rest: str | None = None) -> str:

@@ -282,3 +282,18 @@ def _children_of(pid: int) -> list[int]:
             continue
     return out
 
+
+
+def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path):
+    import time as clock
+
+    sub = submission(tmp_path, "attention", "infinite_loop")
+    t0 = clock.monotonic()
+    rep = runner.grade_submission(sub, exercises=["softmax", "scaled_dot_product_attention", "causal_mask"],
+                                  time_limit=30, budget=2.0, zygote=zygote)
+    took = clock.monotonic() - t0
+    statuses = {r.id: r.status for r in rep.exercises}
+    assert statuses["softmax"] == "timed out" and took < 2.0 + 15  # not the 30 s limit
+    assert "time budget" in rep.exercises[0].cases[0].feedback
+    # Whatever the budget left for, the report is complete and nothing is scored unearned.
+    assert len(rep.exercises) == 3 and rep.exercises[0].score == 0

@@ -212,3 +212,36 @@ def test_the_table_shows_status_score_feedback_and_total(zygote, tmp_path):
     assert "padding_mask" in text and "0/4" in text and "error" in text
     assert "ValueError: broken on purpose" in text
     assert "total" in text and "5/9" in text
+
+
+# ------------------------------------------------------------- check() in a notebook
+
+def test_check_in_a_notebook_grades_the_active_backend(capsys, monkeypatch):
+    from mha_exercises.check import check
+    from solutions.attention import softmax
+
+    monkeypatch.setenv("MHA_BACKEND", "solutions")
+    check(softmax)  # a function: its __name__ is the exercise id
+    out = capsys.readouterr().out
+    assert out.startswith("✅ softmax: 5/5 points, passed")
+
+    monkeypatch.setenv("MHA_BACKEND", "learner")  # the unfilled stubs
+    check("masked_softmax")
+    out = capsys.readouterr().out
+    assert out.startswith("❌ masked_softmax: 0/7 points, not attempted") and "NotImplementedError" in out
+
+    check("no_such_exercise")
+    assert "could not grade" in capsys.readouterr().out
+
+
+def test_check_verdict_names_the_likely_bug_once(tmp_path, zygote):
+    from mha_exercises.check import verdict
+
+    sub = copy_solutions(tmp_path)
+    with open(sub / "attention.py", "a") as f:  # softmax without the max subtraction
+        f.write("\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n")
+    text = verdict(grade(sub, zygote, exercises=["softmax"]).to_dict())
+    assert text.startswith("❌ softmax:") and "partial" in text
+    # Said in the summary, then one failing check as the example: not once per failing check.
+    flat = " ".join(text.lower().split())  # as printed, wrapped at 88 columns
+    assert text.count("•") == 1 and flat.count("without subtracting the max") == 2
