@@ -143,7 +143,9 @@ def pipeline_grader(user: str | None = None) -> Callable:
 
     def grade(path, exercises=None, seed=0):
         if state.get("pid") != os.getpid():  # first call in this grader
-            state.update(pid=os.getpid(), zygote=sandbox.Zygote(**({"user": user} if user else {})))
+            # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
+            # would hand the learner's children this process's pipe to the batch parent.
+            state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
         return runner.grade_submission(path, exercises=exercises, seed=seed, zygote=state["zygote"])
 
     return grade
