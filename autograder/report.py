@@ -62,17 +62,18 @@ def table(report: Report, *, width: int | None = None):
 
 def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
     """The judge's summary, then other failing cases that say something new, then the notes."""
+    if result.status == "not attempted" and result.cases:  # the same reason for every case
+        return "\n".join([result.cases[0].feedback, *(f"note: {n}" for n in result.notes)])
     lines = [result.feedback] if result.feedback else []
-    if result.status != "not attempted":
-        shown = 0
-        for c in result.cases:
-            if shown == max_cases:
-                break
-            said = c.feedback if c.diagnosis is None else c.diagnosis
-            if c.passed or not c.feedback or any(said.lower() in line.lower() for line in lines):
-                continue  # the same failure in many cases (an import error) is said once
-            lines.append(f"{c.name}: {c.feedback}")
-            shown += 1
+    shown = 0
+    for c in result.cases:
+        if shown == max_cases:
+            break
+        said = c.feedback if c.diagnosis is None else c.diagnosis
+        if c.passed or not c.feedback or any(said.lower() in line.lower() for line in lines):
+            continue  # the same failure in many cases (an import error) is said once
+        lines.append(f"{c.name}: {c.feedback}")
+        shown += 1
     lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
 

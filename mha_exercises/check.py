@@ -36,7 +36,8 @@ def check(exercise, *, time_limit: float | None = None) -> None:
             return
         grader, time_limit = "autograder.public", None
     package = importlib.util.find_spec(BACKENDS[backend()])
-    directory = Path(package.origin).parent
+    # The folder the notebook's `load(...)` imports from (first on the package's path).
+    directory = Path(next(iter(package.submodule_search_locations)))
     result = _grade(directory, name, time_limit, grader)
     print(result if isinstance(result, str) else verdict(result))
 
@@ -68,7 +69,9 @@ def verdict(report: dict) -> str:
         passed = sum(c["passed"] for c in r["cases"])
         lines.append(f"{mark} {r['id']}: {_points(r['score'])}/{_points(r['max_score'])} points, "
                      f"{r['status']} ({passed} of {n} checks passed)")
-        if r["feedback"]:
+        if r["status"] == "not attempted" and r["cases"]:  # one reason for every check
+            lines.append(_wrap(r["cases"][0]["feedback"], "   "))
+        elif r["feedback"]:
             lines.append(_wrap(r["feedback"], "   "))
         for c in _telling(r)[:3]:
             lines.append(_wrap(f"• {c['name']}: {c['feedback']}", "   ", "     "))
@@ -82,7 +85,7 @@ def _telling(result: dict) -> list[dict]:
     out = []
     for c in result["cases"]:
         key = (c.get("diagnosis") or c["feedback"] or "").lower()
-        if c["passed"] or not key or key in said:
+        if c["passed"] or not key or any(key in text for text in said):
             continue
         said.append(key)
         out.append(c)
