@@ -40,7 +40,7 @@ ALLOWED_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
      "float16", "float32", "float64"}
 )
-MAX_MESSAGE = 256 * 2**20  # bytes per message: a case's outputs are far smaller
+MAX_MESSAGE = 64 * 2**20  # bytes per message: a case's outputs are far smaller
 MAX_DEPTH = 16
 MAX_NODES = 100_000
 MAX_STRING = 20_000

@@ -213,6 +213,8 @@ def _drop_privileges(workdir: str) -> None:
     os.setuid(uid)
     if os.getuid() != uid or os.geteuid() != uid:  # never run learner code still privileged
         raise PermissionError("could not drop to the learner user")
+    # A user of its own: a process cap now counts only the learner's processes (a fork bomb).
+    _limit(resource.RLIMIT_NPROC, 256)
 
 
 def _limit(which: int, value: int) -> None:
