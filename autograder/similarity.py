@@ -143,13 +143,15 @@ def write_csv(pairs: list[Pair], path: Path) -> None:
             w.writerow([p.a, p.b, " ".join(f"{e}:{r:.2f}" for e, r in p.exercises.items()), f"{p.mean:.3f}", p.tokens])
 
 
-def to_table(pairs: list[Pair]):
+def to_table(pairs: list[Pair], limit: int = 20):
+    """The ``limit`` most alike pairs (all of them are in similarity.csv)."""
     from rich.table import Table
 
+    more = f", the {limit} most alike shown (all in similarity.csv)" if len(pairs) > limit else ""
     table = Table(title=f"Near-identical exercise code (ratio >= {THRESHOLD:g} after normalising names "
-                        f"and layout): {len(pairs)} pair(s)")
+                        f"and layout): {len(pairs)} pair(s){more}")
     for name in ("learners", "exercises (ratio)", "tokens"):
         table.add_column(name)
-    for p in pairs:
+    for p in pairs[:limit]:
         table.add_row(f"{p.a} ~ {p.b}", ", ".join(f"{e} ({r:.2f})" for e, r in p.exercises.items()), str(p.tokens))
     return table

@@ -140,8 +140,10 @@ def plot(stats: ClassStats, path: Path) -> None:
     attempted = [100 * s.attempted / n if n else 0 for s in stats.exercises][::-1]
     right.barh(ids, attempted, color="#dddddd", label="attempted")
     right.barh(ids, passed, color="#55a868", label="passed")
-    right.set(xlim=(0, 100), xlabel="% of learners", title="Per exercise")
-    right.legend(loc="lower right", fontsize="small")
+    right.set(xlim=(0, 100), xlabel="% of learners")
+    right.set_title("Per exercise", loc="left")
+    # Above the bars, never over them.
+    right.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize="small", frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
