@@ -260,3 +260,98 @@ def mha_from_torch(ns, config, torch_state, query, key, value, mask=None, dtype=
     with torch.no_grad():
         data.update(describe_result(layer(q, k, v, mask=m), ("out", "weights")))
     return data
+
+
+# --- torch drivers for chapter 7: GroupedQueryAttention and KVCache ---------------------------
+
+GQA_CONFIG = ("embed_dim", "num_heads", "num_kv_heads")
+
+
+class _Past:
+    """Keys and values of earlier tokens, as a cache holding them would give them back.
+
+    Harness for ``GroupedQueryAttention``'s own checks: the layer's ``update(k, v)`` call gets
+    the past and the new positions along the sequence axis, without the learner's ``KVCache``
+    (graded on its own)."""
+
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
+
+    def update(self, k, v):
+        import torch
+
+        self.keys, self.values = torch.cat([self.keys, k], dim=-2), torch.cat([self.values, v], dim=-2)
+        return self.keys, self.values
+
+    def __len__(self):
+        return self.keys.shape[-2]
+
+
+def gqa_forward(ns, config, state, x, mask=None, causal=False, past=None, dtype="float64", sizes=None):
+    """Build the learner's ``GroupedQueryAttention``, load ``state``, run ``forward`` once.
+
+    ``past`` (``{"keys": (B, Hkv, Lp, d), "values": ...}``) is handed to ``forward`` as its
+    ``cache``: the ``Lq`` new positions attend to ``Lp + Lq`` keys, as during decoding.
+    """
+    import torch
+
+    torch.manual_seed(0)
+    cls = ns.module("efficient").GroupedQueryAttention
+    layer = cls(*(config[k] for k in GQA_CONFIG), bias=config.get("bias", True))
+    shapes = _param_shapes(layer)
+    expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
+    data = {"param_shapes": shapes, **{k: plain(getattr(layer, k, None))[0] for k in
+                                       ("num_heads", "num_kv_heads", "head_dim")}}
+    if shapes != expected:
+        return data
+    layer = layer.to(getattr(torch, dtype)).eval()
+    with torch.no_grad():
+        for key, array in state.items():
+            if array is not None:
+                name, part = key.split(".")
+                getattr(getattr(layer, name), part).copy_(torch.from_numpy(np.array(array)))
+        cache = None if past is None else _Past(_tensor(past["keys"], dtype), _tensor(past["values"], dtype))
+        out = layer(_tensor(x, dtype), mask=_tensor(mask, dtype), causal=causal, cache=cache)
+    data.update(describe_result(out, ("out",)))
+    return data
+
+
+def kv_cache_updates(ns, keys, values, sizes=None):
+    """A learner's ``KVCache``, updated with ``keys[i]``, ``values[i]`` in turn.
+
+    Returns ``len`` of the empty cache (``"len, empty"``), and for each update ``i`` (from 1)
+    the ``"keys, update i"`` and ``"values, update i"`` it returned and ``"len, update i"``.
+    """
+    import torch
+
+    cache = ns.module("efficient").KVCache()
+    data = {"len, empty": plain(len(cache))[0]}
+    for i, (k, v) in enumerate(zip(keys, values), start=1):
+        result = cache.update(torch.from_numpy(np.array(k)), torch.from_numpy(np.array(v)))
+        described = describe_result(result, ("keys", "values"))
+        for name in ("keys", "values"):
+            data[f"{name}, update {i}"] = described.get(name)
+        data[f"len, update {i}"] = plain(len(cache))[0]
+    return data
+
+
+def kv_cache_decode(ns, q, k, v, prompt, sizes=None):
+    """Decode with the learner's ``KVCache``: the first ``prompt`` positions at once, then one
+    at a time; each step's queries attend (end-aligned causal mask) to what ``update`` returns.
+
+    The attention here is harness: it is the same in the learner's run and the reference's, so
+    only the cache can make the outputs differ. Returns ``out (B, H, L, d_v)``.
+    """
+    import torch
+
+    q, k, v = (torch.from_numpy(np.array(t)) for t in (q, k, v))  # (B, H, L, d)
+    cache = ns.module("efficient").KVCache()
+    bounds = [0, prompt, *range(prompt + 1, q.shape[-2] + 1)]
+    outs = []
+    for start, stop in zip(bounds, bounds[1:]):
+        keys, values = cache.update(k[..., start:stop, :], v[..., start:stop, :])  # (B, H, Lk, d)
+        scores = q[..., start:stop, :] @ keys.transpose(-2, -1) / q.shape[-1] ** 0.5  # (B, H, Lq, Lk)
+        lq, lk = stop - start, keys.shape[-2]
+        allowed = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
+        outs.append(torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ values)
+    return describe_result(torch.cat(outs, dim=-2), ("out",))

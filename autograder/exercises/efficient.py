@@ -1,0 +1,319 @@
+"""Checks of chapter 7 (``efficient.py``, PyTorch): ``chunked_attention``, ``repeat_kv``,
+``GroupedQueryAttention`` and ``KVCache``."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from solutions import efficient as ref
+
+from ..spec import Case, Exercise
+from .cases import TOLERANCE, call_case, randn
+
+# --- chunked_attention -------------------------------------------------------------------------
+
+
+def chunked_cases(rng):
+    B, H, d_k, d_v = 2, 3, 6, 7
+
+    def case(name, lq, lk, chunk, causal=False, dtype="float64", scale=1.0, heads=True, **tolerance):
+        lead = (B, H) if heads else (B,)
+        args = [randn(rng, (*lead, lq, d_k), dtype, scale), randn(rng, (*lead, lk, d_k), dtype, scale),
+                randn(rng, (*lead, lk, d_v), dtype), chunk]
+        sizes = dict(B=B, Lq=lq, Lk=lk, d_k=d_k, d_v=d_v, **({"H": H} if heads else {}))
+        return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
+                         properties=("inputs_unchanged",), as_tensors=True, **tolerance)
+
+    return [
+        case("float64, chunk_size 4 does not divide Lk = 11", 5, 11, 4),
+        case("float32 stays float32, chunk_size 3", 5, 11, 3, dtype="float32"),
+        # Scores past 88 overflow exp in float32 unless the running max is subtracted; a
+        # correct float32 softmax of scores ~100 is only good to ~100 * eps relative, so the
+        # tolerance is looser here.
+        case("float32, scores of about a hundred: exp overflows unless the running max is subtracted",
+             4, 10, 3, dtype="float32", scale=6.0, rtol=1e-4, atol=1e-5),
+        case("causal, Lq < Lk (decoding: end-aligned mask), chunk_size 2", 4, 9, 2, causal=True),
+        case("causal, Lq = Lk, chunk_size 3", 7, 7, 3, causal=True),
+        # Lq > Lk: the first Lq - Lk queries see no key at all. With the end-aligned mask this is
+        # the only way a query meets a fully masked chunk before any visible key (key 0 is
+        # visible to every query when Lq <= Lk), so it is where -inf - -inf shows.
+        case("causal, Lq > Lk: the first 3 queries see no key and give 0", 8, 5, 2, causal=True),
+        case("chunk_size larger than Lk (one chunk)", 4, 6, 16),
+        case("chunk_size 1, causal", 5, 6, 1, causal=True),
+        case("3-D inputs (B, L, d): no head axis", 6, 9, 4, causal=True, heads=False),
+    ]
+
+
+def _online(q, k, v, chunk_size, causal=False, *, rescale=True, rescale_l=True, guard=True, fill="-inf",
+            normalise=True, offset=True, absolute=True, scale=True, drop_last=False):
+    """The reference online softmax with one step changed; each bug below sets one knob."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    m = torch.full((*q.shape[:-1], 1), float("-inf"), dtype=q.dtype)  # (..., Lq, 1)
+    l = torch.zeros_like(m)
+    acc = torch.zeros((*q.shape[:-1], v.shape[-1]), dtype=q.dtype)  # (..., Lq, d_v)
+    stop_at = lk - lk % chunk_size if drop_last else lk
+    for start in range(0, stop_at, chunk_size):
+        stop = min(start + chunk_size, lk)
+        scores = q @ k[..., start:stop, :].transpose(-2, -1)  # (..., Lq, C)
+        scores = scores / math.sqrt(q.shape[-1]) if scale else scores
+        if causal:
+            rows = torch.arange(lq)[:, None] + ((lk - lq) if offset else 0)  # (Lq, 1)
+            cols = torch.arange(start, stop) if absolute else torch.arange(stop - start)  # (C,)
+            value = float("-inf") if fill == "-inf" else torch.finfo(q.dtype).min
+            scores = scores.masked_fill(~(cols[None, :] <= rows), value)
+        m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))
+        shift = m_new.clamp(min=torch.finfo(q.dtype).min) if guard else m_new
+        p = torch.exp(scores - shift)
+        factor = torch.exp(m - shift)
+        l = (l * factor if rescale_l else l) + p.sum(dim=-1, keepdim=True)
+        acc = (acc * factor if rescale else acc) + p @ v[..., start:stop, :]
+        m = m_new
+    return acc / l.clamp(min=torch.finfo(q.dtype).tiny) if normalise else acc
+
+
+def _chunked_bug(name, **knobs):
+    def bug(q, k, v, chunk_size, causal=False):
+        return _online(q, k, v, chunk_size, causal, **knobs)
+
+    bug.__name__ = bug.__qualname__ = name
+    return bug
+
+
+CHUNKED_ATTENTION = Exercise(
+    id="chunked_attention",
+    cases=chunked_cases,
+    bugs={
+        "your output matches an online softmax whose accumulator is not rescaled by exp(m_old - m_new) "
+        "when the running max grows": (_chunked_bug("accumulator_not_rescaled", rescale=False),
+                                       _chunked_bug("nothing_rescaled", rescale=False, rescale_l=False)),
+        "your output has NaN where a query has seen no key yet: with the running max started at -inf, "
+        "exp(m_old - m_new) is exp(-inf - -inf) = NaN; shift by a finite number while the max is -inf":
+            _chunked_bug("unguarded_max", guard=False),
+        "your output gives queries that see no key a uniform average instead of zeros: fill masked "
+        "scores with -inf (and guard the -inf max), not a large negative number":
+            _chunked_bug("finite_fill", fill="min"),
+        "your output is missing the final normalisation: divide the accumulator by the running "
+        "denominator at the end": _chunked_bug("not_normalised", normalise=False),
+        "your causal mask is aligned to the start of the keys: query i may see key j iff "
+        "j <= i + (Lk - Lq)": _chunked_bug("start_aligned", offset=False),
+        "your causal mask uses the key's index inside its chunk: compare the absolute position "
+        "start + j with the query's position": _chunked_bug("chunk_local_mask", absolute=False),
+        "your output matches attention without the 1/sqrt(d_k) scale": _chunked_bug("no_scale", scale=False),
+        "your output leaves out the last, shorter chunk when chunk_size does not divide Lk":
+            _chunked_bug("last_chunk_dropped", drop_last=True),
+    },
+)
+
+
+# --- repeat_kv ---------------------------------------------------------------------------------
+
+def repeat_cases(rng):
+    def case(name, B, kv, L, d, n_rep, dtype="float64"):
+        sizes = {"B": B, "Hkv": kv, "L": L, "d": d, "Hkv*n_rep": kv * n_rep}
+        return call_case(name, "repeat_kv", [randn(rng, (B, kv, L, d), dtype), n_rep], sizes=sizes, dtype=dtype,
+                         properties=("inputs_unchanged",), as_tensors=True)
+
+    return [
+        case("3 kv heads, n_rep 2", 2, 3, 4, 5, 2),
+        case("2 kv heads, n_rep 3, float32", 3, 2, 5, 4, 3, "float32"),
+        case("n_rep 1 returns the same values", 2, 3, 4, 5, 1),
+        case("multi-query: 1 kv head, n_rep 4", 2, 1, 3, 5, 4),
+        case("4 kv heads, n_rep 2, one position", 2, 4, 1, 3, 2),
+    ]
+
+
+def repeat_kv_tiled(x, n_rep):
+    return x.repeat(1, n_rep, 1, 1)  # heads 0, 1, 2, 0, 1, 2
+
+
+def repeat_kv_on_sequence_axis(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=2)
+
+
+REPEAT_KV = Exercise(
+    id="repeat_kv",
+    cases=repeat_cases,
+    bugs={
+        "your heads are tiled (0, 1, 0, 1, as x.repeat or torch.cat([x] * n_rep) give) instead of each "
+        "repeated n_rep times consecutively (0, 0, 1, 1): use repeat_interleave, or expand a new axis "
+        "after the heads": repeat_kv_tiled,
+        "your output repeats along the sequence axis instead of the head axis (dim=1)": repeat_kv_on_sequence_axis,
+    },
+)
+
+
+# --- GroupedQueryAttention ---------------------------------------------------------------------
+
+def _gqa_state(rng, E, H, kv, d, bias):
+    """``nn.Linear`` weights ``(out, in)`` for W_q..W_o, scaled by 1/sqrt(fan-in), float64."""
+    shapes = {"W_q": (H * d, E), "W_k": (kv * d, E), "W_v": (kv * d, E), "W_o": (E, H * d)}
+    state = {}
+    for name, shape in shapes.items():
+        state[f"{name}.weight"] = randn(rng, shape, scale=1 / math.sqrt(shape[1]))
+        state[f"{name}.bias"] = randn(rng, shape[:1], scale=0.5) if bias else None
+    return state
+
+
+def gqa_cases(rng):
+    B, L, E, H, d, Lp = 2, 5, 24, 6, 4, 7
+
+    def case(name, kv, dtype="float64", bias=True, mask=None, causal=False, new=L, past=False):
+        sizes = {"B": B, "L": new, "E": E, "H": H, "Hkv": kv, "d": d, "H*d": H * d, "Hkv*d": kv * d}
+        inputs = dict(config=dict(embed_dim=E, num_heads=H, num_kv_heads=kv, bias=bias),
+                      state=_gqa_state(rng, E, H, kv, d, bias), x=randn(rng, (B, new, E), dtype), mask=mask,
+                      causal=causal, dtype=dtype, sizes=sizes)
+        if past:  # keys and values of Lp earlier tokens, as a cache would hold them
+            inputs["past"] = {"keys": randn(rng, (B, kv, Lp, d), dtype), "values": randn(rng, (B, kv, Lp, d), dtype)}
+        return Case(name=name, driver="gqa_forward", inputs=inputs, **TOLERANCE[dtype])
+
+    empty_rows = rng.random((B, 1, L, L)) < 0.5  # (B, 1, Lq, Lk): shared by the heads
+    empty_rows[0, 0, 1] = False  # a query that may attend to nothing
+    empty_rows[1, 0, :, 0] = True
+    decode_mask = np.ones((B, 1, 2, Lp + 2), dtype=bool)
+    decode_mask[1, 0, :, :3] = False  # left padding of the second sequence
+    return [
+        case("6 query heads, 2 kv heads, no mask", 2),
+        case("multi-head (num_kv_heads = num_heads), causal", H, causal=True),
+        case("multi-query (num_kv_heads = 1), causal, float32", 1, "float32", causal=True),
+        case("3 kv heads, bias=False, causal", 3, bias=False, causal=True),
+        case("boolean mask (B, 1, Lq, Lk) with a fully masked row", 2, mask=empty_rows),
+        case("decoding: 3 new tokens after 7 cached, causal (end-aligned)", 2, causal=True, new=3, past=True),
+        case("decoding: 1 new token after 7 cached, causal, float32", 3, "float32", causal=True, new=1, past=True),
+        case("decoding: 2 new tokens, padding mask and causal", 2, mask=decode_mask, causal=True, new=2, past=True),
+    ]
+
+
+class _GQA(ref.GroupedQueryAttention):
+    """The reference layer with one step changed; each bug below sets one of these knobs."""
+
+    tile = False
+    end_aligned = True
+    fill = "-inf"  # the reference's attention; "nan" leaves fully masked rows NaN
+    kv_heads_full = False
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads, bias=True):
+        super().__init__(embed_dim, num_heads, num_heads if self.kv_heads_full else num_kv_heads, bias)
+        if self.kv_heads_full == "keeps num_kv_heads":  # the attribute as given, the projections too big
+            self.num_kv_heads = num_kv_heads
+
+    def forward(self, x, mask=None, causal=False, cache=None):
+        q = self._split(self.W_q(x), self.num_heads)  # (B, H, Lq, d)
+        k = self._split(self.W_k(x), self.num_kv_heads)  # (B, Hkv, Lq, d)
+        v = self._split(self.W_v(x), self.num_kv_heads)
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, Hkv, Lk, d)
+        n_rep = self.num_heads // self.num_kv_heads
+        repeat = ref.repeat_kv if not self.tile else (lambda t, n: t.repeat(1, n, 1, 1))
+        k, v = repeat(k, n_rep), repeat(v, n_rep)  # (B, H, Lk, d)
+        allowed = None if mask is None else mask.to(torch.bool)
+        if causal:
+            lq, lk = q.shape[-2], k.shape[-2]
+            mask_ = (ref.causal_allowed(lq, lk) if self.end_aligned
+                     else torch.ones(lq, lk, dtype=torch.bool).tril())  # start-aligned: wrong with a cache
+            allowed = mask_ if allowed is None else allowed & mask_
+        if self.fill == "nan" and allowed is not None:
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)).masked_fill(~allowed, float("-inf"))
+            heads = torch.softmax(scores, dim=-1) @ v
+        else:
+            heads = ref.attention(q, k, v, allowed)  # (B, H, Lq, d)
+        return self.W_o(heads.transpose(-3, -2).flatten(-2))  # (B, Lq, E)
+
+
+def _gqa_bug(name, **knobs):
+    return type(name, (_GQA,), knobs)
+
+
+GROUPED_QUERY_ATTENTION = Exercise(
+    id="GroupedQueryAttention",
+    cases=gqa_cases,
+    bugs={
+        "your layer tiles the key/value heads (0, 1, 0, 1) instead of repeating each consecutively "
+        "(0, 0, 1, 1): query head h must read key/value head h // (num_heads // num_kv_heads)":
+            _gqa_bug("TiledKV", tile=True),
+        "your causal mask is aligned to the start of the keys: with a cache, the new tokens are the "
+        "last Lq of Lk positions, so query i may see key j iff j <= i + (Lk - Lq)":
+            _gqa_bug("StartAlignedMask", end_aligned=False),
+        "your layer gives NaN on fully masked rows: they must give a zero output": _gqa_bug("NaNRows", fill="nan"),
+        "your W_k and W_v project to num_heads * head_dim features: they project to "
+        "num_kv_heads * head_dim": (_gqa_bug("FullSizeKV", kv_heads_full="keeps num_kv_heads"),
+                                    _gqa_bug("FullSizeKVAsMHA", kv_heads_full=True)),
+    },
+)
+
+
+# --- KVCache -----------------------------------------------------------------------------------
+
+def cache_cases(rng):
+    B, H, d, d_v = 2, 3, 4, 5
+
+    def updates(name, lengths, dtype="float64"):
+        sizes = {"B": B, "Hkv": H, "d": d, "d_v": d_v}
+        inputs = dict(keys=[randn(rng, (B, H, n, d), dtype) for n in lengths],
+                      values=[randn(rng, (B, H, n, d_v), dtype) for n in lengths], sizes=sizes)
+        return Case(name=name, driver="kv_cache_updates", inputs=inputs, **TOLERANCE[dtype])
+
+    def decode(name, length, prompt, dtype="float64"):
+        sizes = {"B": B, "H": H, "L": length, "d": d, "d_v": d_v}
+        inputs = dict(q=randn(rng, (B, H, length, d), dtype), k=randn(rng, (B, H, length, d), dtype),
+                      v=randn(rng, (B, H, length, d_v), dtype), prompt=prompt, sizes=sizes)
+        return Case(name=name, driver="kv_cache_decode", inputs=inputs, **TOLERANCE[dtype])
+
+    return [
+        updates("a prompt of 6 positions, then 1, 1, 2", [6, 1, 1, 2]),
+        updates("one position at a time, float32", [1, 1, 1], "float32"),
+        updates("a single update of 7 positions", [7]),
+        decode("decoding 8 positions after a prompt of 3 equals the full causal pass", 11, 3),
+        decode("decoding from the first token, float32", 6, 1, "float32"),
+    ]
+
+
+class _Cache(ref.KVCache):
+    """The reference cache with one step changed; each bug below sets one of these knobs."""
+
+    axis = -2
+    keep_new_only = False
+    count_updates = False
+    prepend = False
+
+    def __init__(self):
+        super().__init__()
+        self.updates = 0
+
+    def update(self, k, v):
+        self.updates += 1
+        if self.keys is None or self.keep_new_only:
+            self.keys, self.values = k, v
+        elif self.prepend:
+            self.keys, self.values = torch.cat([k, self.keys], dim=self.axis), torch.cat([v, self.values], dim=self.axis)
+        else:
+            self.keys, self.values = torch.cat([self.keys, k], dim=self.axis), torch.cat([self.values, v], dim=self.axis)
+        return self.keys, self.values
+
+    def __len__(self):
+        return self.updates if self.count_updates else super().__len__()
+
+
+def _cache_bug(name, **knobs):
+    return type(name, (_Cache,), knobs)
+
+
+KV_CACHE = Exercise(
+    id="KVCache",
+    cases=cache_cases,
+    bugs={
+        "your cache concatenates on the head axis (dim=1): the sequence axis is dim=-2":
+            _cache_bug("HeadAxis", axis=1),
+        "your cache concatenates on the feature axis (dim=-1): the sequence axis is dim=-2":
+            _cache_bug("FeatureAxis", axis=-1),
+        "your cache forgets the past: update must return every position cached so far, not only the "
+        "new ones": _cache_bug("NewOnly", keep_new_only=True),
+        "your len(cache) counts the calls to update, not the cached positions": _cache_bug("CountsUpdates",
+                                                                                         count_updates=True),
+        "your cache puts the new positions before the old ones: append them at the end":
+            _cache_bug("Prepends", prepend=True),
+    },
+)
+
+EXERCISES = (CHUNKED_ATTENTION, REPEAT_KV, GROUPED_QUERY_ATTENTION, KV_CACHE)

@@ -1,0 +1,123 @@
+"""Chapter 7's checks in the grader: the reference gets full marks, every known bug of
+``chunked_attention``, ``repeat_kv``, ``GroupedQueryAttention`` and ``KVCache`` loses points with
+its own diagnosis, the cases hit what they are named for, and the whole pipeline grades a
+submission's ``efficient.py`` end to end."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import judge, reference
+from autograder.exercises import EXERCISES
+from autograder.exercises import efficient as checks
+from autograder.spec import CaseError
+
+CHAPTER_7 = ("chunked_attention", "repeat_kv", "GroupedQueryAttention", "KVCache")
+
+
+def grade(exercise_id, implementation=None, seed=0):
+    """Grade in-process, drivers run against the reference with ``implementation`` swapped in."""
+    exercise = EXERCISES[exercise_id]
+    ns = reference.namespace(None if implementation is None else {exercise_id: implementation})
+    cases = exercise.cases(np.random.default_rng(seed))
+    outputs = []
+    for case in cases:
+        try:
+            with np.errstate(all="ignore"):
+                outputs.append(judge.run_driver(case, ns))
+        except Exception as err:
+            outputs.append(CaseError("exception", f"{type(err).__name__}: {err}"))
+    return judge.judge_exercise(exercise, cases, outputs, [])
+
+
+def test_chapter_5_and_7_exercises_are_graded():
+    assert set(CHAPTER_7) | {"attention_entropy"} <= set(EXERCISES)
+
+
+@pytest.mark.parametrize("exercise_id", CHAPTER_7)
+@pytest.mark.parametrize("seed", range(3))
+def test_solutions_get_full_marks(exercise_id, seed):
+    result = grade(exercise_id, seed=seed)
+    assert (result.status, result.score) == ("passed", result.max_score), result.feedback
+
+
+@pytest.mark.parametrize("exercise_id, diagnosis, variant", [
+    pytest.param(ex, d, v, id=f"{ex}-{getattr(v, '__name__', '?')}")
+    for ex in CHAPTER_7 for d, bug in EXERCISES[ex].bugs.items()
+    for v in (bug if isinstance(bug, tuple) else (bug,))])
+def test_each_known_bug_loses_points_with_its_diagnosis(exercise_id, diagnosis, variant):
+    result = grade(exercise_id, variant)
+    assert result.score < result.max_score and result.status in ("partial", "failed")
+    assert result.feedback.startswith(diagnosis[:1].upper() + diagnosis[1:]), result.feedback
+
+
+def _case(exercise_id, words):
+    cases = EXERCISES[exercise_id].cases(np.random.default_rng(0))
+    return next(c for c in cases if words in c.name)
+
+
+def test_the_unguarded_running_max_shows_as_nan_only_where_a_query_sees_no_key():
+    """With the end-aligned mask and Lq <= Lk key 0 is visible to every query, so the first chunk
+    is never fully masked; Lq > Lk is the case that shows -inf - -inf."""
+    bug = EXERCISES["chunked_attention"].bugs
+    unguarded = next(b for d, b in bug.items() if "-inf - -inf" in d)
+    for case in EXERCISES["chunked_attention"].cases(np.random.default_rng(0)):
+        with np.errstate(all="ignore"):
+            out = judge.run_driver(case, reference.namespace({"chunked_attention": unguarded}))["out"]
+        q_len, k_len = case.inputs["sizes"]["Lq"], case.inputs["sizes"]["Lk"]
+        if case.inputs["kwargs"]["causal"] and q_len > k_len:
+            assert np.isnan(out[..., : q_len - k_len, :]).all() and not np.isnan(out[..., q_len - k_len:, :]).any()
+        else:
+            assert not np.isnan(out).any(), case.name
+    expected = judge.run_driver(_case("chunked_attention", "Lq > Lk"), reference.namespace())["out"]
+    assert (expected[..., :3, :] == 0).all()
+
+
+def test_start_aligned_gqa_mask_only_shows_while_decoding():
+    result = grade("GroupedQueryAttention", checks._gqa_bug("StartAligned", end_aligned=False))
+    failing = {c.name for c in result.cases if not c.passed}
+    assert failing and all(name.startswith("decoding") for name in failing)
+
+
+def test_a_learner_cache_on_the_wrong_axis_is_named_in_the_case_feedback():
+    result = grade("KVCache", checks._cache_bug("HeadAxis", axis=1))
+    # Updates of equal lengths concatenate on any axis without an error: there the shapes show it.
+    updates = next(c for c in result.cases if c.name.startswith("one position at a time"))
+    assert "head axis" in updates.feedback and "shape" in updates.feedback, updates.feedback
+    uneven = next(c for c in result.cases if c.name.startswith("a prompt of 6"))
+    assert not uneven.passed and "RuntimeError" in uneven.feedback
+
+
+# --- end to end, through the isolation pipeline ------------------------------------------------
+
+def _submission(tmp_path, edit=None):
+    submission = tmp_path / "submission"
+    shutil.copytree(Path(__file__).parents[1] / "solutions", submission,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if edit:
+        path = submission / "efficient.py"
+        old, new = edit
+        source = path.read_text()
+        assert old in source
+        path.write_text(source.replace(old, new))
+    return submission
+
+
+def test_pipeline_gives_the_reference_efficient_full_marks(tmp_path):
+    runner = pytest.importorskip("autograder.runner")
+    report = runner.grade_submission(_submission(tmp_path), exercises=list(CHAPTER_7))
+    assert {r.id: r.status for r in report.exercises} == dict.fromkeys(CHAPTER_7, "passed")
+
+
+def test_pipeline_diagnoses_tiled_kv_heads(tmp_path):
+    runner = pytest.importorskip("autograder.runner")
+    tiled = ("x = x[:, :, None].expand(batch, kv_heads, n_rep, length, d)",
+             "x = x[:, None].expand(batch, n_rep, kv_heads, length, d)")
+    report = runner.grade_submission(_submission(tmp_path, tiled), exercises=["repeat_kv", "KVCache"])
+    results = {r.id: r for r in report.exercises}
+    assert results["KVCache"].status == "passed"
+    assert results["repeat_kv"].status in ("partial", "failed")
+    assert results["repeat_kv"].feedback.startswith("Your heads are tiled")
