@@ -297,3 +297,10 @@ def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path):
     assert "time budget" in rep.exercises[0].cases[0].feedback
     # Whatever the budget left for, the report is complete and nothing is scored unearned.
     assert len(rep.exercises) == 3 and rep.exercises[0].score == 0
+
+
+def test_a_proxied_call_cannot_exhaust_the_grader(zygote, tmp_path):
+    # The reference runs in the grader on the learner's arguments: under a memory cap there.
+    results, _ = grade(submission(tmp_path, "layer", "exhaust_the_grader"), zygote,
+                       ["multi_head_attention", "softmax"], time_limit=20)
+    assert_only(results, "multi_head_attention", "failed", "MemoryError")
