@@ -1,7 +1,9 @@
 """The grader's handle on the learner's processes (the code that runs there is worker.py).
 
-:class:`Zygote` starts ``python -m autograder.worker`` at once, so that its slow imports
-(NumPy, torch) overlap with the grader's own. :meth:`Zygote.launch` gets a forked child for
+:class:`Zygote` starts the learner-side process. From the CLI, before any reference code is
+imported, it imports torch in this process and forks the zygote from it (one torch import
+serves both sides); otherwise it starts ``python -m autograder.worker``, a fresh interpreter
+holding nothing of the grader's. :meth:`Zygote.launch` gets a forked child for
 one exercise, talking to the grader over a private socket; :meth:`Child.collect` sends it
 the job, answers its calls to proxied exercises, gathers one output per case until the
 deadline, and :meth:`Zygote.finish` then kills the child's whole process group (grandchildren
