@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="mha-bench-batch-") as tmp:
         kinds = make_class(Path(tmp) / "class", args.n)
+        import resource
+
+        cpu0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         from autograder import batch  # the grader's imports are part of the cost
 
@@ -108,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         imported = time.perf_counter() - start
         result = batch.run_batch(Path(tmp) / "class", Path(tmp) / "out", jobs=args.jobs, grade=grade, progress=False)
         wall = time.perf_counter() - start
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        # Graders, their zygotes and every learner-side child (all reaped by now), and this process.
+        cpu = {k: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime) for k, a, b in
+               (("batch parent", cpu0[0], cpu1[0]), ("graders + learner processes", cpu0[1], cpu1[1]))}
         rerun_start = time.perf_counter()
         rerun = batch.run_batch(Path(tmp) / "class", Path(tmp) / "out", jobs=args.jobs, grade=grade, progress=False)
         rerun_wall = time.perf_counter() - rerun_start
@@ -128,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     table.add_row("grader imports (once)", "", f"{imported:.2f}", "", "")
     table.add_row("whole batch, wall", str(args.n), f"{wall:.1f}", "", "")
     table.add_row("re-run (all unchanged), wall", str(rerun.graded) + " graded", f"{rerun_wall:.2f}", "", "")
+    for name, seconds in cpu.items():
+        table.add_row(f"CPU, {name}", "", f"{seconds:.1f}", f"{seconds / args.n:.3f}/sub", "")
     table.add_row("wall per submission", "", f"{per_submission:.3f}", f"target {args.target:g}", "")
     console = Console(width=100)
     console.print(table)
