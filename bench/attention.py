@@ -88,8 +88,16 @@ def time_layers(layer_cls, lengths, batch=8, embed_dim=256, num_heads=8, repeats
     times = {name: [] for name in variants}
     for length in lengths:
         x = torch.randn(batch, length, embed_dim, requires_grad=True)
-        for name, forward in variants.items():
-            times[name].append(median_time(lambda: forward(x).sum().backward(), repeats=repeats))
+        samples = {name: [] for name in variants}
+        # Interleaved: a burst of load from other processes hits every variant alike.
+        for repeat in range(repeats + 1):
+            for name, forward in variants.items():
+                start = time.perf_counter()
+                forward(x).sum().backward()
+                if repeat:  # the first round is warm-up
+                    samples[name].append(time.perf_counter() - start)
+        for name in variants:
+            times[name].append(statistics.median(samples[name]))
     return times
 
 
