@@ -94,15 +94,18 @@ def test_self_check_passes_correct_and_fails_wrong(release, tmp_path):
         (wrong / f.name).write_text(f.read_text())
     (wrong / "attention.py").write_text((wrong / "attention.py").read_text() + WRONG_SOFTMAX)
 
-    exercises = ("softmax", "causal_mask", "multi_head_attention")
-    good = _self_check(release, correct, *exercises)
-    assert [(e["id"], e["status"]) for e in good["exercises"]] == [(e, "passed") for e in exercises]
+    good = _self_check(release, correct)  # every exercise: each stored case must round-trip
+    stored = sorted(p.stem for p in (release / "autograder" / "public_cases").glob("*.json"))
+    assert sorted(e["id"] for e in good["exercises"]) == stored and len(stored) >= 11
+    assert {e["status"] for e in good["exercises"]} == {"passed"}
     assert good["score"] == good["max_score"] > 0
     assert good["seed"] != 0  # public cases: not the seed of a grading run
+
+    exercises = ("softmax", "causal_mask", "multi_head_attention")
 
     bad = _self_check(release, wrong, *exercises)
     status = {e["id"]: e for e in bad["exercises"]}
     assert status["softmax"]["status"] in ("failed", "partial") and status["softmax"]["score"] < 5
     assert any("without subtracting the max" in (c["diagnosis"] or "") for c in status["softmax"]["cases"])
     assert status["causal_mask"]["status"] == "not attempted"
-    assert bad["score"] < good["score"]
+    assert bad["score"] < sum(e["max_score"] for e in bad["exercises"])
