@@ -89,8 +89,10 @@ def content_hash(path: Path) -> str:
             return h.hexdigest()
         except (zipfile.BadZipFile, OSError):
             pass  # an unreadable zip is hashed as bytes; grading reports why it is unreadable
+    # Only what a grader can read (modules and notebooks, at most one folder down): a data
+    # file or a virtualenv left in a learner's folder neither slows hashing nor forces a re-grade.
     files = [path] if path.is_file() else sorted(
-        f for f in path.rglob("*")
+        f for pattern in ("*.py", "*.ipynb", "*/*.py", "*/*.ipynb") for f in path.glob(pattern)
         if f.is_file() and not any(part in SKIP or part.startswith(".") for part in f.relative_to(path).parts)
     )
     for f in files:

@@ -111,6 +111,8 @@ def test_content_hash_ignores_caches_and_zip_timestamps(tmp_path):
     (root / "ada" / "__pycache__").mkdir()
     (root / "ada" / "__pycache__" / "attention.cpython-311.pyc").write_bytes(b"\0")
     assert batch.content_hash(root / "ada") == h
+    (root / "ada" / "data.bin").write_bytes(b"\0" * 1000)  # nothing a grader reads
+    assert batch.content_hash(root / "ada") == h
     (root / "ada" / "attention.py").write_text(GOOD + "\n")
     assert batch.content_hash(root / "ada") != h
     z1 = shutil.make_archive(str(tmp_path / "z1"), "zip", root / "ada")
