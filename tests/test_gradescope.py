@@ -85,16 +85,17 @@ def test_bundle_follows_gradescope_layout(bundle):
 
 def test_correct_submission_full_marks_and_solutions_unreadable(tmp_path, bundle):
     root = tmp_path / "autograder"
+    # Only root can drop to another user (as on Gradescope); run as anyone else, the learner's
+    # code is that same user and the probe has nothing to prove.
     secrets = [str(root / "source" / "solutions" / "attention.py"), str(root / "source" / "seed")]
+    secrets = secrets if os.geteuid() == 0 else []
     root = _layout(tmp_path, bundle, {"mha_exercises/attention.py": PROBING_SOFTMAX.format(secrets=secrets)})
     results = _run(root)
     assert results["score"] == 5.0, results
     assert results["tests"] and all(t["name"].startswith("softmax: ") for t in results["tests"])
     assert all(t["status"] == "passed" and t["score"] == t["max_score"] for t in results["tests"])
     assert "seed 4242" in results["output"]
-    if os.geteuid() == 0:
-        # Proof that the probe is real: as root the secrets are readable.
-        assert all(open(s).read() for s in secrets)
+    assert all(open(s).read() for s in secrets)  # the probe is real: the grader (root) reads them
 
 
 def test_crashing_submission_scores_zero_with_a_report(tmp_path, bundle):
