@@ -154,12 +154,18 @@ def _outputs(zygote, run: _Running, run_deadline) -> list:
     # proxied exercises only from then on): a head start is free, waiting is not charged.
     deadline = min(time.monotonic() + run.timeout, run_deadline)
     try:
-        outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies))
+        outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
+                                           [c.timeout for c in run.cases])
     finally:
         status = zygote.finish(run.child)
     if ended == "timeout":
-        why = (f"no result within {run.timeout:g} s (an infinite loop, or far too slow)"
-               if deadline < run_deadline else "the run's time budget ran out during this exercise")
+        pending = next(c for c, o in zip(run.cases, outputs) if o is None)
+        if time.monotonic() < deadline and pending.timeout is not None:  # the case's own limit
+            why = f"no result within this case's {pending.timeout:g} s (an infinite loop, or far too slow)"
+        elif deadline < run_deadline:
+            why = f"no result within {run.timeout:g} s (an infinite loop, or far too slow)"
+        else:
+            why = "the run's time budget ran out during this exercise"
         missing = CaseError("timeout", why)
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")

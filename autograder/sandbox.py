@@ -216,17 +216,23 @@ class Child:
         except OSError:
             return False
 
-    def collect(self, n_cases: int, deadline: float,
-                answer: Callable[[str, list, dict], bytes]) -> tuple[list, str | None]:
+    def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
+                case_timeouts: list | None = None) -> tuple[list, str | None]:
         """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
 
-        Returns one entry per case (plain output, CaseError, or None when none came) and why
-        the exchange ended early (``"timeout"``, ``"closed"``, ``"garbage"``), or None.
+        ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
+        previous case's report (or of the start) as well. Returns one entry per case (plain
+        output, CaseError, or None when none came) and why the exchange ended early
+        (``"timeout"``, ``"closed"``, ``"garbage"``), or None.
         """
         outputs: list = [None] * n_cases
+        progress = time.monotonic()
         while True:
+            pending = next((i for i, o in enumerate(outputs) if o is None), None)
+            limit = case_timeouts[pending] if case_timeouts and pending is not None else None
+            until = deadline if limit is None else min(deadline, progress + limit)
             try:
-                frame = protocol.recv_frame(self.sock, deadline)
+                frame = protocol.recv_frame(self.sock, until)
             except TimeoutError:
                 return outputs, "timeout"
             except protocol.Closed:
@@ -253,6 +259,7 @@ class Child:
             elif msg.get("done") is True:
                 return outputs, None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
+                progress = time.monotonic()
                 if "ok" in msg:
                     outputs[msg["case"]] = msg["ok"]
                 else:

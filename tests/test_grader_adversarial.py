@@ -304,3 +304,19 @@ def test_a_proxied_call_cannot_exhaust_the_grader(zygote, tmp_path):
     results, _ = grade(submission(tmp_path, "layer", "exhaust_the_grader"), zygote,
                        ["multi_head_attention", "softmax"], time_limit=20)
     assert_only(results, "multi_head_attention", "failed", "MemoryError")
+
+
+def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypatch):
+    import dataclasses
+
+    softmax = EXERCISES["softmax"]
+    quick = dataclasses.replace(softmax, cases=lambda rng: [dataclasses.replace(c, timeout=1.0)
+                                                            for c in softmax.cases(rng)])
+    monkeypatch.setitem(EXERCISES, "softmax", quick)
+    t0 = time.monotonic()
+    rep = runner.grade_submission(submission(tmp_path, "attention", "infinite_loop"), exercises=["softmax"],
+                                  zygote=zygote)  # the exercise's own 10 s limit, not a short one
+    r = rep.exercises[0]
+    assert r.status == "timed out" and r.score == 0
+    assert "this case's 1 s" in r.cases[0].feedback
+    assert time.monotonic() - t0 < softmax.timeout
