@@ -340,6 +340,9 @@ def _placeholder(name: str, why: str):
 
 
 def _proxy(name: str, call_grader):
+    """A stand-in for the exercise ``name``: its arguments go to the grader as plain data and
+    the reference's result comes back (tensors as new tensors: no autograd graph crosses)."""
+
     def proxy(*args, **kwargs):
         return call_grader(name, list(args), kwargs)
 
