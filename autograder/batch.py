@@ -130,7 +130,7 @@ def error_report(learner: str, message: str, exercises: list[str] | None, seed: 
 
 # -------------------------------------------------------------------------------- graders
 
-def pipeline_grader(user: str | None = None) -> Callable:
+def pipeline_grader(user: str | None = None, time_limit: float | None = None) -> Callable:
     """``runner.grade_submission`` with one learner-side zygote per grader, reused.
 
     Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
@@ -148,7 +148,8 @@ def pipeline_grader(user: str | None = None) -> Callable:
             # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
             # would hand the learner's children this process's pipe to the batch parent.
             state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
-        return runner.grade_submission(path, exercises=exercises, seed=seed, zygote=state["zygote"])
+        return runner.grade_submission(path, exercises=exercises, seed=seed, time_limit=time_limit,
+                                       zygote=state["zygote"])
 
     def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
         if state.get("pid") == os.getpid():
@@ -273,7 +274,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
 
 def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False, similarity: bool = False,
               exercises: list[str] | None = None, seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
-              grade: Callable | None = None, user: str | None = None, progress: bool = True,
+              grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
+              progress: bool = True,
               console=None) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring."""
     from rich.console import Console
@@ -286,7 +288,8 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     submissions = find_submissions(Path(directory))
     hashes_file = out / "hashes.json"
     known = json.loads(hashes_file.read_text()) if hashes_file.exists() and not force else {}
-    key = {"grader_version": __version__, "seed": seed, "exercises": sorted(exercises) if exercises else None}
+    key = {"grader_version": __version__, "seed": seed, "exercises": sorted(exercises) if exercises else None,
+           "time_limit": time_limit}
     hashes, todo, result = {}, {}, BatchResult()
     for learner, path in submissions.items():
         hashes[learner] = {"sha256": content_hash(path), **key}
@@ -315,8 +318,8 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             def done(outcome: Outcome) -> None:
                 bar.update(task, last=outcome.learner)
                 save(outcome)
-            result.outcomes += grade_all(todo, jobs, grade=grade or pipeline_grader(user), exercises=exercises, seed=seed,
-                                         timeout=timeout, on_done=done)
+            result.outcomes += grade_all(todo, jobs, grade=grade or pipeline_grader(user, time_limit),
+                                         exercises=exercises, seed=seed, timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
     write_grades(out / "grades.csv", reports)
@@ -350,7 +353,8 @@ def write_grades(path: Path, reports: dict[str, dict]) -> None:
         w.writerow(["learner", *columns, "total", "max_total", "error"])
         for learner, report in sorted(reports.items()):
             scores = {e["id"]: e["score"] for e in report.get("exercises", [])}
-            w.writerow([learner, *(_points(scores.get(c, 0.0)) for c in columns), _points(report.get("score", 0.0)),
+            w.writerow([learner, *(_points(scores.get(c, 0.0)) for c in columns),
+                        _points(report.get("score", 0.0)),
                         _points(report.get("max_score", sum(POINTS.get(c, 0) for c in columns))),
                         (report.get("error") or "").splitlines()[0] if report.get("error") else ""])
 
@@ -376,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (keep it secret)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help=f"seconds per submission before it is stopped (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--time-limit", type=float, metavar="S",
+                        help="seconds per exercise (default: each exercise's own, 10 s): what a hang costs")
     parser.add_argument("--run-as", metavar="USER",
                         help="when run as root: run the learners' code as this unprivileged user")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no tables")
@@ -387,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown exercise id(s): {', '.join(unknown)}")
     result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
                        exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
+                       time_limit=args.time_limit,
                        progress=not args.quiet)
     n = len(result.outcomes)
     print(f"{n} submissions ({result.graded} graded, {n - result.graded} unchanged) in {result.wall:.1f} s "

@@ -251,7 +251,8 @@ def _relative_import(node: ast.Import | ast.ImportFrom) -> str | None:
         if package in PACKAGES and not module:
             kept = [a for a in node.names if a.name in MODULES]
             if kept:
-                return "from . import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
+                return "from . import " + ", ".join(
+                    a.name + (f" as {a.asname}" if a.asname else "") for a in kept)
     if isinstance(node, ast.Import):
         parts = []
         for a in node.names:

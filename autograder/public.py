@@ -32,9 +32,9 @@ CASES_DIR = Path(__file__).resolve().parent / "public_cases"
 PUBLIC_SEED = 20240601  # the hidden grading seed is another one (scripts/build_gradescope.py)
 META_KEYS = ("result_type", "len", "types", "args_after", "kwargs_after")
 NOT_ATTEMPTED = ("not_implemented", "missing")
-WHAT = {"not_implemented": "not attempted: the stub still raises NotImplementedError", "missing": "not attempted",
-        "import": "the module failed to import", "exception": "raised", "timeout": "timed out",
-        "memory": "ran out of memory", "crash": "the process running your code died",
+WHAT = {"not_implemented": "not attempted: the stub still raises NotImplementedError",
+        "missing": "not attempted", "import": "the module failed to import", "exception": "raised",
+        "timeout": "timed out", "memory": "ran out of memory", "crash": "the process running your code died",
         "garbage": "returned something that is not plain data"}
 
 
@@ -72,14 +72,16 @@ def _decode(value, arrays):
     return value
 
 
-def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str, dict]], directory: Path) -> None:
+def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str, dict]],
+          directory: Path) -> None:
     """Write one exercise's public cases: ``<id>.json`` (structure) and ``<id>.npz`` (arrays)."""
     arrays: dict = {}
     data = {
         "id": exercise.id, "module": exercise.module, "points": exercise.points, "timeout": exercise.timeout,
         "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED,
-        "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays), "weight": c.weight,
-                   "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties), "timeout": c.timeout,
+        "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays),
+                   "weight": c.weight, "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties),
+                   "timeout": c.timeout,
                    "expected": _encode(e, arrays), "bugs": _encode(b, arrays)}
                   for c, e, b in zip(cases, expected, bugs)],
     }
@@ -120,8 +122,8 @@ def compare(name: str, got, expected, rtol: float, atol: float) -> str | None:
             return f"{name} has dtype {got.dtype}, expected {expected.dtype}"
         if expected.dtype.kind != "f":
             wrong = np.flatnonzero(got != expected)
-            return None if not wrong.size else (
-                f"{name} is wrong at {wrong.size} of {got.size} entries, first at index {_where(wrong[0], got.shape)}")
+            return None if not wrong.size else (f"{name} is wrong at {wrong.size} of {got.size} entries, "
+                                                 f"first at index {_where(wrong[0], got.shape)}")
         g, e = got.astype(np.float64), expected.astype(np.float64)
         both = (np.isnan(g) & np.isnan(e)) | (np.isinf(g) & (g == e))
         with np.errstate(invalid="ignore", over="ignore"):
@@ -130,16 +132,19 @@ def compare(name: str, got, expected, rtol: float, atol: float) -> str | None:
         if not bad.any():
             return None
         worst = int(np.argmax(np.where(bad, err, -1.0)))
-        return (f"{name} differs at {int(bad.sum())} of {g.size} entries; the largest error is {err.flat[worst]:.3g} "
-                f"at index {_where(worst, g.shape)} (got {g.flat[worst]:.6g}, expected {e.flat[worst]:.6g})")
+        return (f"{name} differs at {int(bad.sum())} of {g.size} entries; the largest error is "
+                f"{err.flat[worst]:.3g} at index {_where(worst, g.shape)} "
+                f"(got {g.flat[worst]:.6g}, expected {e.flat[worst]:.6g})")
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             return f"{name} is {type(got).__name__}, expected a dict"
-        return next((m for k, v in expected.items() if (m := compare(f"{name}[{k}]", got.get(k), v, rtol, atol))), None)
+        messages = (compare(f"{name}[{k}]", got.get(k), v, rtol, atol) for k, v in expected.items())
+        return next((m for m in messages if m), None)
     if isinstance(expected, float) and type(got) in (int, float):
-        return None if np.isclose(got, expected, rtol=rtol, atol=atol) else f"{name} is {got}, expected {expected}"
-    if isinstance(expected, int) and not isinstance(expected, bool) and isinstance(got, np.ndarray) and got.shape == ():
-        got = got.item()
+        close = np.isclose(got, expected, rtol=rtol, atol=atol)
+        return None if close else f"{name} is {got}, expected {expected}"
+    if type(expected) is int and isinstance(got, np.ndarray) and got.shape == ():
+        got = got.item()  # a NumPy integer scalar counts as the int it holds
     try:
         same = type(got) is type(expected) and bool(got == expected)
     except Exception:  # noqa: BLE001  (a list holding arrays)
@@ -171,7 +176,8 @@ def check_case(case: dict, got, properties: bool = True) -> list[str]:
         if not np.allclose(g.astype(np.float64).sum(axis), e.astype(np.float64).sum(axis), rtol=0, atol=1e-5):
             reasons.append("the rows do not sum to one (fully masked rows: to zero)")
     for k in names:
-        message = compare("the result" if names == ["out"] else k, got[k], expected[k], case["rtol"], case["atol"])
+        label = "the result" if names == ["out"] else k
+        message = compare(label, got[k], expected[k], case["rtol"], case["atol"])
         if message:
             reasons.append(message)
             break
@@ -204,7 +210,8 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
         feedback = "; ".join(reasons[:2])
         if diagnosis:
             feedback = f"{diagnosis[:1].upper()}{diagnosis[1:]} ({feedback})"
-        results.append(CaseResult(case["name"], 0.0 if reasons else share, share, not reasons, feedback, diagnosis))
+        score = 0.0 if reasons else share
+        results.append(CaseResult(case["name"], score, share, not reasons, feedback, diagnosis))
     score = round(sum(r.score for r in results), 9)
     if kinds and len(kinds) == len(outputs) and all(k in NOT_ATTEMPTED for k in kinds):
         status = "not attempted"
@@ -236,7 +243,8 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
     finally:
         status = zygote.finish(child)
     if ended == "timeout":
-        missing = CaseError("timeout", f"no result within {data['timeout']:g} s (an infinite loop, or far too slow)")
+        missing = CaseError("timeout", f"no result within {data['timeout']:g} s "
+                                       "(an infinite loop, or far too slow)")
     elif ended == "closed":
         missing = sandbox.describe_exit(status)
     else:
@@ -256,7 +264,8 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR):
     ids = list(exercises or available(directory))
     unknown = [e for e in ids if e not in available(directory)]
     if unknown:
-        raise ValueError(f"no public cases for {', '.join(unknown)}; available: {', '.join(available(directory))}")
+        raise ValueError(f"no public cases for {', '.join(unknown)}; "
+                         f"available: {', '.join(available(directory))}")
     started = time.monotonic()
     zygote = sandbox.Zygote()
     results = []
@@ -269,7 +278,8 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR):
     finally:
         zygote.close()
     return Report(exercises=results, score=round(sum(r.score for r in results), 6),
-                  max_score=float(sum(r.max_score for r in results)), seed=PUBLIC_SEED, grader_version=__version__,
+                  max_score=float(sum(r.max_score for r in results)), seed=PUBLIC_SEED,
+                  grader_version=__version__,
                   submission=submission.path, submission_sha256=submission.sha256,
                   versions={"python": sys.version.split()[0], "numpy": np.__version__},
                   wall_time=round(time.monotonic() - started, 3))

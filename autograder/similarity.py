@@ -55,8 +55,10 @@ class _Normalise(ast.NodeTransformer):
         return node
 
     def _body(self, node):
-        node.body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                                  and isinstance(s.value.value, str))] or [ast.Pass()]
+        def docstring(s):
+            return isinstance(s, ast.Expr) and isinstance(getattr(s.value, "value", None), str)
+
+        node.body = [s for s in node.body if not docstring(s)] or [ast.Pass()]
         if hasattr(node, "name"):
             node.name = self._rename(node.name)
         if hasattr(node, "returns"):
@@ -140,7 +142,8 @@ def write_csv(pairs: list[Pair], path: Path) -> None:
         w = csv.writer(f)
         w.writerow(["learner_a", "learner_b", "exercises", "mean_ratio", "tokens"])
         for p in pairs:
-            w.writerow([p.a, p.b, " ".join(f"{e}:{r:.2f}" for e, r in p.exercises.items()), f"{p.mean:.3f}", p.tokens])
+            ratios = " ".join(f"{e}:{r:.2f}" for e, r in p.exercises.items())
+            w.writerow([p.a, p.b, ratios, f"{p.mean:.3f}", p.tokens])
 
 
 def to_table(pairs: list[Pair], limit: int = 20):
@@ -153,5 +156,6 @@ def to_table(pairs: list[Pair], limit: int = 20):
     for name in ("learners", "exercises (ratio)", "tokens"):
         table.add_column(name)
     for p in pairs[:limit]:
-        table.add_row(f"{p.a} ~ {p.b}", ", ".join(f"{e} ({r:.2f})" for e, r in p.exercises.items()), str(p.tokens))
+        ratios = ", ".join(f"{e} ({r:.2f})" for e, r in p.exercises.items())
+        table.add_row(f"{p.a} ~ {p.b}", ratios, str(p.tokens))
     return table

@@ -110,8 +110,9 @@ def to_table(stats: ClassStats):
     n = stats.learners
     table = Table(title=f"Class summary: {n} learners, mean {stats.mean:.1f} / {stats.max_total:g}, "
                         f"median {stats.median:.1f}")
-    for name, justify in (("exercise", "left"), ("points", "right"), ("passed", "right"),
-                          ("attempted", "right"), ("mean", "right"), ("most common diagnosed mistakes", "left")):
+    columns = (("exercise", "left"), ("points", "right"), ("passed", "right"), ("attempted", "right"),
+               ("mean", "right"), ("most common diagnosed mistakes", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for s in stats.exercises:
         table.add_row(s.id, f"{s.max_score:g}", _share(s.passed, n), _share(s.attempted, n),

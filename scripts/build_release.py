@@ -66,7 +66,8 @@ def _copy_tree(src: Path, dst: Path) -> None:
 def _pyproject(text: str) -> str:
     # The release has no full grader: its console script is the public self-check.
     text = text.replace('mha-grade = "autograder.cli:main"', 'mha-check = "autograder.public:main"')
-    return re.sub(r'include = \[[^\]]*\]', 'include = ["mha_exercises*", "autograder*", "lab*"]', text, count=1)
+    packages = 'include = ["mha_exercises*", "autograder*", "lab*"]'
+    return re.sub(r'include = \[[^\]]*\]', packages, text, count=1)
 
 
 README = """# Multi-head attention, from the ground up: learner release
