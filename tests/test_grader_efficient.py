@@ -121,3 +121,24 @@ def test_pipeline_diagnoses_tiled_kv_heads(tmp_path):
     assert results["KVCache"].status == "passed"
     assert results["repeat_kv"].status in ("partial", "failed")
     assert results["repeat_kv"].feedback.startswith("Your heads are tiled")
+
+
+def test_the_solutions_shown_in_chapter_7_get_full_marks():
+    """The collapsed solutions of book/07_beyond.ipynb are graded like a learner's code."""
+    import json
+    import math
+    import re
+
+    import torch
+    from torch import nn
+
+    notebook = json.loads((Path(__file__).parents[1] / "book" / "07_beyond.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    blocks = re.findall(r"````\{solution\}.*?```python\n(.*?)```\n````", text, re.S)
+    assert len(blocks) == 4
+    shown = {"math": math, "torch": torch, "nn": nn}
+    for block in blocks:
+        exec(block, shown)
+    for exercise_id in CHAPTER_7:
+        result = grade(exercise_id, shown[exercise_id])
+        assert result.status == "passed", (exercise_id, result.feedback)
