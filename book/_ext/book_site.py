@@ -1,7 +1,8 @@
 """Sphinx extension: what the course site needs beyond Jupyter Book 1's configuration.
 
-Citations read "Vaswani et al. (2017)": an author-year style with round brackets, registered
-here as `author_year_round` (sphinxcontrib-bibtex ships only square brackets).
+Citations read "Vaswani et al. (2017)" and "(Dao et al., 2022; Shazeer, 2019)": an author-year
+style with round brackets, registered here as `author_year_round` (sphinxcontrib-bibtex ships
+only square brackets).
 
 And the scripts each page loads, fixed for reading offline. Two things Jupyter Book 1 (with
 Sphinx 7.4) gets wrong, both seen by tests/test_browser.py in a real browser:
@@ -25,9 +26,14 @@ def _round() -> BracketStyle:
     return BracketStyle(left="(", right=")")
 
 
+def _round_semicolons() -> BracketStyle:
+    # "(Dao et al., 2022; Shazeer, 2019)": with commas the authors and years would run together.
+    return BracketStyle(left="(", right=")", sep="; ")
+
+
 @dataclass
 class RoundAuthorYearStyle(AuthorYearReferenceStyle):
-    bracket_parenthetical: BracketStyle = field(default_factory=_round)
+    bracket_parenthetical: BracketStyle = field(default_factory=_round_semicolons)
     bracket_textual: BracketStyle = field(default_factory=_round)
     bracket_author: BracketStyle = field(default_factory=_round)
     bracket_label: BracketStyle = field(default_factory=_round)
@@ -61,4 +67,6 @@ def fix_page_assets(app, pagename, templatename, context, doctree):
 def setup(app):
     # Late, so that per-page scripts added by other extensions are seen too.
     app.connect("html-page-context", fix_page_assets, priority=900)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+    # Bump env_version when the citation style changes: Sphinx then re-reads every page (it
+    # cannot see a change in this file's code, and cached pages would keep the old citations).
+    return {"env_version": 2, "parallel_read_safe": True, "parallel_write_safe": True}
