@@ -1,0 +1,239 @@
+"""Chapter 6 lab: handwritten digits read by a small transformer whose heads we can switch off.
+
+The data are scikit-learn's bundled ``load_digits`` (1,797 real 8×8 images, no download). Each
+image becomes a sequence of 16 patches of 2×2 pixels; a learned class token in front of them
+gathers what the classifier reads. The model is a pre-norm transformer encoder of
+``num_layers`` blocks, each with a ``MultiHeadAttention`` of the chapter-4 contract (by default
+*your* layer, through ``mha_exercises.backend.load``), and ``forward(x, head_mask=None)`` takes
+a ``(num_layers, num_heads)`` mask: 0 switches a head off, as if it had been pruned.
+
+The trained weights are committed in ``weights/digits.pt``; ``scripts/train_digits.py`` made
+them (fixed seed, one thread) and retraining reproduces them bitwise on the same machine.
+"""
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+WEIGHTS = Path(__file__).parent / "weights" / "digits.pt"
+
+PATCH, STRIDE = 4, 2  # 4×4 patches every 2 pixels: an 8×8 image is 3×3 = 9 overlapping patches
+NUM_PATCHES = ((8 - PATCH) // STRIDE + 1) ** 2
+PATCH_DIM = PATCH * PATCH
+NUM_CLASSES = 10
+# A fixed split of the 1,797 images, drawn once with this seed: 60 % / 15 % / 25 %.
+SPLIT_SEED = 0
+SPLIT_SIZES = {"train": 1077, "val": 270, "test": 450}
+# The lab model's shape: 4 layers of 4 heads (16 heads), d_model 64, as the weights were trained.
+CONFIG = dict(num_layers=4, num_heads=4, d_model=64, d_ff=128,
+              patch_dim=PATCH_DIM, num_patches=NUM_PATCHES, num_classes=NUM_CLASSES)
+
+
+def to_patches(images):
+    """``(N, 8, 8)`` images -> ``(N, 9, 16)`` patches, row by row, each patch's pixels row by row."""
+    images = torch.as_tensor(images)
+    p = images.unfold(1, PATCH, STRIDE).unfold(2, PATCH, STRIDE)  # (N, 3, 3, PATCH, PATCH)
+    return p.reshape(images.shape[0], NUM_PATCHES, PATCH_DIM)
+
+
+def load_images(split):
+    """One part of the fixed split: ``images (N, 8, 8)`` float32 in [0, 1], ``y (N,)`` int64."""
+    from sklearn.datasets import load_digits  # imported here: only the lab needs scikit-learn
+
+    if split not in SPLIT_SIZES:
+        raise ValueError(f"split must be one of {list(SPLIT_SIZES)}, got {split!r}")
+    digits = load_digits()
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(digits.target))
+    start = 0
+    for name, size in SPLIT_SIZES.items():
+        if name == split:
+            index = order[start:start + size]
+            break
+        start += size
+    images = digits.images[index].astype(np.float32) / 16.0  # pixel values are 0..16
+    return torch.from_numpy(images), torch.from_numpy(digits.target[index].astype(np.int64))
+
+
+def load_split(split):
+    """One part of the fixed split as the model reads it: ``x (N, 9, 16)``, ``y (N,)``."""
+    images, y = load_images(split)
+    return to_patches(images), y
+
+
+def batches(x, y, batch_size=256):
+    """``(x, y)`` cut into consecutive batches (the last one may be smaller)."""
+    return [(x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, len(y), batch_size)]
+
+
+def default_attention_class():
+    """The chapter-4 layer of the active backend: yours, or the reference in the book build."""
+    from .backend import load
+
+    return load("layer").MultiHeadAttention
+
+
+class Block(nn.Module):
+    """Pre-norm encoder block: ``x + attn(LN(x))`` then ``x + MLP(LN(x))``."""
+
+    def __init__(self, attention_class, d_model, num_heads, d_ff):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = attention_class(d_model, num_heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, head_mask=None, class_token_only=False):
+        h = self.norm1(x)
+        if class_token_only:  # the last block is read at the class token only: skip the other queries
+            x, query = x[:, :1], h[:, :1]  # (B, 1, d_model)
+        else:
+            query = h
+        x = x + self.attn(query, h, h, head_mask=head_mask)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+class DigitsTransformer(nn.Module):
+    """Patches -> class logits. ``forward(x (B, 16, 4), head_mask (L, H) or None) -> (B, 10)``."""
+
+    def __init__(self, attention_class=None, num_layers=CONFIG["num_layers"], num_heads=CONFIG["num_heads"],
+                 d_model=CONFIG["d_model"], d_ff=CONFIG["d_ff"]):
+        super().__init__()
+        attention_class = attention_class or default_attention_class()
+        self.num_layers, self.num_heads = num_layers, num_heads
+        self.embed = nn.Linear(PATCH_DIM, d_model)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d_model))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, NUM_PATCHES + 1, d_model))
+        self.blocks = nn.ModuleList(Block(attention_class, d_model, num_heads, d_ff) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, NUM_CLASSES)
+
+    @property
+    def attention_layers(self):
+        return [block.attn for block in self.blocks]
+
+    def forward(self, x, head_mask=None):
+        h = self.tokens(x)
+        for i in range(self.num_layers):
+            h = self.layer(i, h, None if head_mask is None else head_mask[i])
+        return self.classify(h)
+
+    # The forward pass in three steps, so that pruning curves can reuse the first layers' states.
+    def tokens(self, x):
+        """``(B, 9, 16)`` patches -> ``(B, 10, d_model)``: the class token, then the embedded patches."""
+        tokens = self.embed(x)  # (B, 9, d_model)
+        cls = self.cls.expand(x.shape[0], -1, -1)  # (B, 1, d_model)
+        return torch.cat([cls, tokens], dim=1) + self.pos  # (B, 10, d_model)
+
+    def layer(self, i, h, head_mask=None):
+        """Block ``i``; the last one is read at the class token only and returns ``(B, 1, d_model)``."""
+        return self.blocks[i](h, head_mask, class_token_only=i == self.num_layers - 1)
+
+    def classify(self, h):
+        return self.head(self.norm(h[:, 0]))  # the class token's final state -> (B, 10)
+
+
+def load_model(attention_class=None, path=WEIGHTS):
+    """The trained lab model, in eval mode, with the committed weights."""
+    model = DigitsTransformer(attention_class)
+    model.load_state_dict(torch.load(path, weights_only=True))
+    return model.eval()
+
+
+def loss_fn(logits, y):
+    """The training loss, and the loss whose gradient measures head importance."""
+    return F.cross_entropy(logits, y)
+
+
+@torch.no_grad()
+def accuracy(model, x, y, head_mask=None):
+    """Fraction of ``x`` classified correctly, with the heads of ``head_mask`` switched off."""
+    return (model(x, head_mask=head_mask).argmax(-1) == y).float().mean().item()
+
+
+def mask_without(removed, num_layers, num_heads):
+    """A ``(num_layers, num_heads)`` head mask of ones with zeros at the ``(layer, head)`` pairs removed."""
+    mask = torch.ones(num_layers, num_heads)
+    for layer, head in removed:
+        mask[layer, head] = 0.0
+    return mask
+
+
+def order_by_score(scores):
+    """Every ``(layer, head)`` pair, lowest score first (the order in which to remove heads)."""
+    flat = torch.as_tensor(scores).flatten()
+    num_heads = torch.as_tensor(scores).shape[1]
+    # A stable sort: equal scores keep the (layer, head) order, so the order is reproducible.
+    return [divmod(int(i), num_heads) for i in torch.argsort(flat, stable=True)]
+
+
+def pruning_curves(model, orders, x, y):
+    """Test accuracy after removing the first ``k`` heads of each order, ``k = 0 .. L*H``.
+
+    Returns ``(len(orders), L*H + 1)``. Each set of removed heads is evaluated once (random
+    orders share their first and last points), and a layer's output is recomputed only when
+    the mask of that layer or of an earlier one changed since the last evaluation: removing a
+    head of layer 3 reuses the states after layers 0-2.
+    """
+    shape = (model.num_layers, model.num_heads)
+    seen = {}
+    curves = np.empty((len(orders), shape[0] * shape[1] + 1))
+    with torch.no_grad():
+        states = [model.tokens(x)]  # states[i]: the input of layer i under cached_mask
+        cached_mask = None
+        for i, order in enumerate(orders):
+            for k in range(len(order) + 1):
+                removed = frozenset(order[:k])
+                if removed not in seen:
+                    mask = mask_without(removed, *shape)
+                    same = 0  # the layers whose input is unchanged: masks equal up to there
+                    while cached_mask is not None and same < shape[0] and torch.equal(mask[same], cached_mask[same]):
+                        same += 1
+                    del states[same + 1:]
+                    for layer in range(same, shape[0]):
+                        states.append(model.layer(layer, states[layer], mask[layer]))
+                    cached_mask = mask
+                    seen[removed] = (model.classify(states[-1]).argmax(-1) == y).float().mean().item()
+                curves[i, k] = seen[removed]
+    return curves
+
+
+def pruning_curve(model, order, x, y):
+    """Test accuracy after removing the first ``k`` heads of ``order``, for ``k = 0 .. len(order)``."""
+    return pruning_curves(model, [order], x, y)[0]
+
+
+def iterative_order(model, importance, data, loss=loss_fn):
+    """Remove heads one at a time, each time the least important one given those already removed.
+
+    ``importance(model, batches, loss_fn, head_mask=...)`` is a ``head_importance``; it is
+    recomputed after every removal with the heads removed so far masked out.
+    """
+    shape = (model.num_layers, model.num_heads)
+    removed = []
+    for _ in range(shape[0] * shape[1]):
+        scores = importance(model, data, loss, head_mask=mask_without(removed, *shape)).clone()
+        for layer, head in removed:
+            scores[layer, head] = float("inf")  # already gone: never chosen again
+        removed.append(order_by_score(scores)[0])
+    return removed
+
+
+def ablation_table(model, x, y):
+    """Test accuracy with each single head removed: ``(num_layers, num_heads)``."""
+    shape = (model.num_layers, model.num_heads)
+    return np.array([[accuracy(model, x, y, mask_without([(l, h)], *shape)) for h in range(shape[1])]
+                     for l in range(shape[0])])
+
+
+def random_orders(num_layers, num_heads, num_orders=50, seed=0):
+    """``num_orders`` random removal orders of every ``(layer, head)`` pair, reproducibly."""
+    rng = np.random.default_rng(seed)
+    pairs = [(layer, head) for layer in range(num_layers) for head in range(num_heads)]
+    return [[pairs[i] for i in rng.permutation(len(pairs))] for _ in range(num_orders)]
+
+
+def random_curves(model, x, y, num_orders=50, seed=0):
+    """Pruning curves for ``num_orders`` random removal orders: ``(num_orders, L*H + 1)``."""
+    return pruning_curves(model, random_orders(model.num_layers, model.num_heads, num_orders, seed), x, y)
