@@ -355,3 +355,6 @@ def kv_cache_decode(ns, q, k, v, prompt, sizes=None):
         allowed = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
         outs.append(torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ values)
     return describe_result(torch.cat(outs, dim=-2), ("out",))
+
+# Chapter 6 (head_importance, prune_heads): drivers on harness code, in their own module.
+from .drivers_pruning import importance_run, prune_run  # noqa: E402,F401

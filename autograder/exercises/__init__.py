@@ -55,6 +55,7 @@ from . import masking  # noqa: F401,E402  chapter 2
 from . import heads  # noqa: F401,E402  chapter 3
 from . import layer  # noqa: F401,E402  chapter 4
 from . import analysis  # noqa: F401,E402  chapter 5
+from . import pruning  # noqa: F401,E402  chapter 6
 from . import efficient  # noqa: F401,E402  chapter 7
 
 _ALL = {ex.id: ex for module in list(globals().values()) if isinstance(module, ModuleType)

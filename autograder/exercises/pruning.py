@@ -1,0 +1,272 @@
+"""Checks of chapter 6 (``pruning.py``): ``head_importance`` and ``prune_heads``.
+
+Both run on harness code (``autograder/drivers_pruning.py``): the lab model rebuilt with a
+fused-kernel attention layer, so that neither the reference nor the learner's chapter-4 layer
+is involved. ``head_importance`` is compared with the reference on the lab's committed
+weights and on a small random model of another shape; ``prune_heads`` by the pruned layer's
+structure and by its outputs, which must equal the unpruned layer's with those heads masked.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from mha_exercises import digits
+from solutions import pruning as reference
+
+from ..spec import Case, Exercise
+
+# head_importance runs in float32 through a 4-layer network, one gradient per batch. Correct
+# alternatives (the loss as a sum instead of a batch mean, loss.backward() instead of
+# autograd.grad, a float64 accumulator, an einsum over the batches) reorder float32 sums: the
+# correct alternatives of tests/wrong_implementations/head_importance.py differ from the
+# reference by at most 7e-7 relative (measured, 3 seeds). rtol 1e-4 leaves two orders of
+# margin, far below what any known bug changes (their tests show each one failing).
+IMPORTANCE_TOLERANCE = {"rtol": 1e-4, "atol": 1e-7}
+# prune_heads runs in float64: a pruned layer sums fewer terms than the masked one (the masked
+# heads contribute exact zeros), so outputs agree to ~1e-16 relative.
+PRUNE_TOLERANCE = {"rtol": 1e-9, "atol": 1e-12}
+
+
+def _arrays(state):
+    return {k: v.detach().numpy().copy() for k, v in state.items()}
+
+
+def _lab_state():
+    return _arrays(torch.load(digits.WEIGHTS, weights_only=True))
+
+
+def _random_state(rng, config):
+    """Weights for a lab-shaped model of another size: N(0, 1/fan_in), LayerNorms near 1."""
+    from ..drivers_pruning import harness_digits
+
+    shapes = {k: tuple(v.shape) for k, v in harness_digits(config).state_dict().items()}
+    state = {}
+    for name, shape in shapes.items():
+        if "norm" in name and name.endswith("weight"):
+            state[name] = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            fan_in = shape[-1] if len(shape) > 1 else 1
+            state[name] = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+    return state
+
+
+# --- head_importance ----------------------------------------------------------------------------
+
+def importance_cases(rng):
+    state = _lab_state()
+    x, y = digits.load_split("val")
+    x, y = x.numpy(), y.numpy()
+    L, H = digits.CONFIG["num_layers"], digits.CONFIG["num_heads"]
+    lab = {"config": dict(digits.CONFIG), "state": state}
+
+    def case(name, n, batch_size, model=lab, data=(x, y), **inputs):
+        sizes = {"layers": model["config"]["num_layers"], "heads": model["config"]["num_heads"]}
+        return Case(name=name, driver="importance_run",
+                    inputs={**model, "x": data[0][:n], "y": data[1][:n], "batch_size": batch_size,
+                            "sizes": sizes, **inputs}, **IMPORTANCE_TOLERANCE)
+
+    removed = np.ones((L, H), np.float32)
+    removed[0, 1] = removed[2, 3] = 0.0
+    emptied = removed.copy()
+    emptied[3] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
+    small_config = dict(num_layers=3, num_heads=5, d_model=20, d_ff=24, patch_dim=6, num_patches=7, num_classes=4)
+    small = {"config": small_config, "state": _random_state(rng, small_config)}
+    small_data = (rng.standard_normal((17, 7, 6)).astype(np.float32), rng.integers(0, 4, 17).astype(np.int64))
+    return [
+        case("lab model (committed weights), batches of 16, 16 and 8", 40, 16),
+        case("lab model, normalize=False", 40, 16, normalize=False),
+        case("lab model, one example per batch (as in the lab)", 12, 1),
+        case("lab model, head_mask with heads (0, 1) and (2, 3) removed", 40, 16, head_mask=removed),
+        case("lab model, head_mask removing every head of layer 3", 40, 16, head_mask=emptied),
+        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, model=small, data=small_data),
+        case("a random model left in training mode, normalize=False", 17, 5, model=small, data=small_data,
+             normalize=False, train_mode=True),
+    ]
+
+
+def _importance(model, batches, loss_fn, normalize=True, head_mask=None, *, signed=False, axis=1,
+                masked_in_norm=False, weighted=True, abs_after_sum=False, ignore_mask=False):
+    """The reference with one step changed; each bug below is one setting of these knobs."""
+    shape = (model.num_layers, model.num_heads)
+    mask = torch.ones(shape) if head_mask is None or ignore_mask else head_mask.detach().float()
+    gate = mask.clone().requires_grad_(True)
+    total, count, num_batches = torch.zeros(shape), 0, 0
+    for x, y in batches:
+        (grad,) = torch.autograd.grad(loss_fn(model(x, head_mask=gate), y), gate)
+        grad = grad if signed or abs_after_sum else grad.abs()
+        total += grad * (len(y) if weighted else 1)
+        count, num_batches = count + len(y), num_batches + 1
+    scores = total / (count if weighted else num_batches)
+    scores = scores.abs() if abs_after_sum else scores
+    if head_mask is not None and not masked_in_norm:
+        scores = scores * (mask != 0)
+    if normalize:
+        scores = scores / scores.norm(dim=axis, keepdim=True).clamp_min(1e-30)
+    if head_mask is not None and masked_in_norm == "zeroed after":
+        scores = scores * (mask != 0)
+    return scores.detach()
+
+
+def importance_signed(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, signed=True)
+
+
+def importance_abs_after_sum(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, abs_after_sum=True)
+
+
+def importance_wrong_axis(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, axis=0)
+
+
+def importance_masked_in_norm(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, masked_in_norm=True)
+
+
+def importance_masked_zeroed_after_norm(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, masked_in_norm="zeroed after")
+
+
+def importance_unweighted(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, weighted=False)
+
+
+def importance_mask_ignored(model, batches, loss_fn, normalize=True, head_mask=None):
+    return _importance(model, batches, loss_fn, normalize, head_mask, ignore_mask=True)
+
+
+HEAD_IMPORTANCE = Exercise(
+    id="head_importance",
+    cases=importance_cases,
+    bugs={
+        "your scores match signed gradients: take the absolute value of each batch's gradient "
+        "(a head that helps and a head that hurts both matter)": importance_signed,
+        "your scores match |sum of the gradients|: take the absolute value per batch, then average "
+        "(signs cancel across batches otherwise)": importance_abs_after_sum,
+        "your scores match a normalisation over the wrong axis: divide each layer's row by its L2 norm "
+        "(norm over the heads, dim=1), not each head's column": importance_wrong_axis,
+        "your scores match masked heads left in the score: a removed head (head_mask 0) has importance 0 and "
+        "must not count in its layer's norm (zero it before normalising)": (
+            importance_masked_in_norm, importance_masked_zeroed_after_norm),
+        "your scores match an unweighted mean over batches: weight each batch's |gradient| by its size "
+        "(the last batch is smaller)": importance_unweighted,
+        "your scores match a gate of ones: start the gate from head_mask, so that the removed heads "
+        "stay off": importance_mask_ignored,
+    },
+    timeout=30.0,
+)
+
+
+# --- prune_heads --------------------------------------------------------------------------------
+
+def prune_cases(rng):
+    def layer(E, H, kdim=None, vdim=None, bias=True):
+        shapes = {"W_q": (E, E), "W_k": (E, kdim or E), "W_v": (E, vdim or E), "W_o": (E, E)}
+        state = {}
+        for name, shape in shapes.items():
+            state[f"{name}.weight"] = rng.standard_normal(shape) / np.sqrt(shape[1])
+            if bias:
+                state[f"{name}.bias"] = 0.5 * rng.standard_normal(shape[0])
+        return {"embed_dim": E, "num_heads": H, "kdim": kdim, "vdim": vdim, "bias": bias}, state
+
+    def case(name, steps, E=24, H=6, kdim=None, vdim=None, bias=True, B=2, Lq=5, Lk=5):
+        config, state = layer(E, H, kdim, vdim, bias)
+        query = rng.standard_normal((B, Lq, E))
+        key = query.copy() if kdim is None and Lk == Lq else rng.standard_normal((B, Lk, kdim or E))
+        value = key.copy() if vdim is None else rng.standard_normal((B, Lk, vdim))
+        sizes = dict(B=B, Lq=Lq, Lk=Lk, E=E, H=H, head_dim=E // H)
+        return Case(name=name, driver="prune_run",
+                    inputs={"config": config, "state": state, "query": query, "key": key, "value": value,
+                            "steps": [list(s) for s in steps], "sizes": sizes}, **PRUNE_TOLERANCE)
+
+    return [
+        case("6 heads of 4: prune heads [1, 4]", [[1, 4]]),
+        case("prune [1, 4], then [0, 3] (original numbering)", [[1, 4], [0, 3]]),
+        case("prune [2], then [2, 5] (2 is already gone: ignored), then [0]", [[2], [2, 5], [0]]),
+        case("cross-attention (kdim 10, vdim 14, Lq 3, Lk 7), no biases: prune [0, 2, 5]", [[0, 2, 5]],
+             kdim=10, vdim=14, bias=False, Lq=3, Lk=7),
+        case("5 heads of 3: prune [4], then [3], then [0, 1]", [[4], [3], [0, 1]], E=15, H=5),
+        case("prune nothing: the layer is unchanged", [[]]),
+    ]
+
+
+def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_heads=False, positions=False,
+           biases=True):
+    """The reference with one step changed; each bug below is one setting of these knobs."""
+    heads, removed = {int(h) for h in heads}, getattr(layer, "pruned_heads", set())
+    # Without num_heads kept up to date, the count of original heads is lost too.
+    total = layer.num_heads if keep_num_heads else layer.num_heads + len(removed)
+    surviving = [h for h in range(total) if h not in removed]
+    if positions:  # the heads taken as positions in the already-pruned layer
+        surviving = list(range(layer.num_heads))
+    keep = [i for i, h in enumerate(surviving) if h not in heads]
+    d = layer.head_dim
+    index = (torch.tensor(keep, dtype=torch.long)[:, None] * d + torch.arange(d)).flatten()
+    with torch.no_grad():
+        for linear in (layer.W_q,) if only_q else (layer.W_q, layer.W_k, layer.W_v):
+            _select(linear, index, 0, biases)
+        if prune_o:
+            _select(layer.W_o, index, 0 if o_rows else 1, biases)
+    if not keep_num_heads:
+        layer.num_heads = len(keep)
+    layer.pruned_heads = removed | {surviving[i] for i in range(len(surviving)) if i not in keep}
+    return layer
+
+
+def _select(linear, index, dim, biases=True):
+    from torch import nn
+
+    linear.weight = nn.Parameter(linear.weight.index_select(dim, index).clone())
+    if dim == 0 and biases and linear.bias is not None:
+        linear.bias = nn.Parameter(linear.bias[index].clone())
+    linear.out_features, linear.in_features = linear.weight.shape
+
+
+def prune_o_rows(layer, heads):
+    return _prune(layer, heads, o_rows=True)
+
+
+def prune_only_q(layer, heads):
+    return _prune(layer, heads, only_q=True, prune_o=False)
+
+
+def prune_only_q_keeping_num_heads(layer, heads):
+    return _prune(layer, heads, only_q=True, prune_o=False, keep_num_heads=True)
+
+
+def prune_q_and_o(layer, heads):
+    return _prune(layer, heads, only_q=True)
+
+
+def prune_num_heads_not_updated(layer, heads):
+    return _prune(layer, heads, keep_num_heads=True)
+
+
+def prune_positions(layer, heads):
+    return _prune(layer, heads, positions=True)
+
+
+def prune_biases_kept(layer, heads):
+    return _prune(layer, heads, biases=False)
+
+
+PRUNE_HEADS = Exercise(
+    id="prune_heads",
+    cases=prune_cases,
+    bugs={
+        "your layer matches W_o pruned by rows: W_o reads the heads, so remove its input columns "
+        "(weight[:, index]), not its output rows": prune_o_rows,
+        "your layer matches pruning W_q only: W_k and W_v hold the same heads' rows and must lose them too": (
+            prune_only_q, prune_only_q_keeping_num_heads, prune_q_and_o),
+        "your layer matches num_heads not updated: after pruning, num_heads must be the number of heads left "
+        "(the forward pass splits the features by it)": prune_num_heads_not_updated,
+        "your layer matches heads taken as positions in the already-pruned layer: heads are numbered as in "
+        "the original layer, so map them through pruned_heads (and ignore those already removed)": prune_positions,
+        "your layer matches biases left unpruned: b_q, b_k and b_v lose the same entries as their weight rows":
+            prune_biases_kept,
+    },
+    timeout=20.0,
+)
+
+EXERCISES = (HEAD_IMPORTANCE, PRUNE_HEADS)
