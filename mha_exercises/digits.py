@@ -212,12 +212,13 @@ def iterative_order(model, importance, data, loss=loss_fn):
     """
     shape = (model.num_layers, model.num_heads)
     removed = []
-    for _ in range(shape[0] * shape[1]):
+    for _ in range(shape[0] * shape[1] - 1):
         scores = importance(model, data, loss, head_mask=mask_without(removed, *shape)).clone()
         for layer, head in removed:
             scores[layer, head] = float("inf")  # already gone: never chosen again
         removed.append(order_by_score(scores)[0])
-    return removed
+    # The last head needs no gradient: it is the only one left.
+    return removed + [pair for pair in order_by_score(torch.zeros(shape)) if pair not in removed]
 
 
 def ablation_table(model, x, y):
