@@ -1,0 +1,258 @@
+"""Chapter 6 lab: the data and model of ``mha_exercises/digits.py``, its committed weights (and
+that retraining reproduces them bitwise), and the reference ``head_importance`` and
+``prune_heads`` (properties, equality with masking, parameter counts, repeated pruning)."""
+import copy
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mha_exercises import digits
+from solutions.layer import MultiHeadAttention
+from solutions.pruning import head_importance, prune_heads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(path, name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def model():
+    return digits.load_model(MultiHeadAttention)
+
+
+@pytest.fixture(scope="module")
+def val():
+    return digits.load_split("val")
+
+
+# --- data and model ------------------------------------------------------------------------------
+
+def test_split_is_fixed_and_covers_the_data_once():
+    sizes = {name: len(digits.load_split(name)[1]) for name in digits.SPLIT_SIZES}
+    assert sizes == digits.SPLIT_SIZES and sum(sizes.values()) == 1797
+    a, b = digits.load_split("test"), digits.load_split("test")
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    # Every class is in every part (the split is a random permutation, not sorted by label).
+    for name in digits.SPLIT_SIZES:
+        assert set(digits.load_split(name)[1].tolist()) == set(range(10))
+
+
+def test_patches_are_the_4x4_windows_every_2_pixels():
+    images, _ = digits.load_images("val")
+    patches = digits.to_patches(images)  # (N, 9, 16)
+    assert patches.shape == (len(images), 9, 16)
+    for i in range(3):
+        for j in range(3):
+            window = images[:, 2 * i:2 * i + 4, 2 * j:2 * j + 4].reshape(len(images), 16)
+            assert torch.equal(patches[:, 3 * i + j], window)
+
+
+def test_committed_weights_reach_the_target_accuracy(model):
+    assert digits.accuracy(model, *digits.load_split("test")) >= 0.97
+
+
+def test_head_mask_of_ones_changes_nothing_and_zeros_remove_the_heads(model, val):
+    x = val[0][:32]
+    with torch.no_grad():
+        plain = model(x)
+        ones = model(x, head_mask=torch.ones(model.num_layers, model.num_heads))
+        one_off = model(x, head_mask=digits.mask_without([(1, 2)], model.num_layers, model.num_heads))
+    assert torch.equal(plain, ones)
+    assert not torch.allclose(plain, one_off)
+
+
+def test_retraining_reproduces_the_committed_weights_bitwise():
+    """Same seed, one thread, same machine: the same bits (about half a minute of training)."""
+    train = _module("scripts/train_digits.py", "train_digits")
+    state = train.train()
+    committed = torch.load(digits.WEIGHTS, weights_only=True)
+    assert state.keys() == committed.keys()
+    different = [k for k in state if not torch.equal(state[k], committed[k])]
+    assert not different, f"retrained weights differ in {different}"
+
+
+# --- pruning curves ------------------------------------------------------------------------------
+
+def test_cached_pruning_curves_equal_plain_evaluation(model):
+    x, y = digits.load_split("test")
+    orders = digits.random_orders(model.num_layers, model.num_heads, num_orders=3, seed=1)
+    curves = digits.pruning_curves(model, orders, x, y)
+    plain = [[digits.accuracy(model, x, y, digits.mask_without(order[:k], model.num_layers, model.num_heads))
+              for k in range(len(order) + 1)] for order in orders]
+    np.testing.assert_array_equal(curves, np.array(plain))
+
+
+def test_orders_are_permutations_of_every_head(model, val):
+    pairs = {(l, h) for l in range(model.num_layers) for h in range(model.num_heads)}
+    batches = digits.batches(*val, batch_size=90)
+    scores = head_importance(model, batches, digits.loss_fn)
+    static = digits.order_by_score(scores)
+    assert set(static) == pairs and len(static) == len(pairs)
+    assert all(scores[a] <= scores[b] for a, b in zip(static, static[1:]))
+    iterative = digits.iterative_order(model, head_importance, batches)
+    assert set(iterative) == pairs and len(iterative) == len(pairs)
+    assert iterative[0] == static[0]  # nothing removed yet: the same first choice
+
+
+def test_the_bench_check_catches_each_kind_of_miss():
+    bench = _module("bench/pruning.py", "bench_pruning")
+    n = 16
+    good = {"static": np.linspace(1.0, 0.1, n + 1), "random mean": np.linspace(1.0, 0.1, n + 1) - 0.05,
+            "reverse": np.linspace(1.0, 0.1, n + 1) - 0.1}
+    for curve in good.values():
+        curve[0] = 1.0
+    good["iterative"] = good["static"].copy()
+    good["static"][n // 4] = good["static"][0] - 0.01  # exactly one point: allowed
+    assert bench.misses(good, n) == []
+    swapped = copy.deepcopy(good)
+    swapped["reverse"][5] = swapped["random mean"][5] + 0.01
+    assert len(bench.misses(swapped, n)) == 2  # static and iterative both fail there
+    steep = copy.deepcopy(good)
+    steep["static"][n // 4] = steep["static"][0] - 0.0123
+    assert any("drop accuracy by 1.23 points" in m for m in bench.misses(steep, n))
+
+
+# --- head_importance -----------------------------------------------------------------------------
+
+def test_importance_shape_dtype_and_normalisation(model, val):
+    scores = head_importance(model, digits.batches(*val, batch_size=50), digits.loss_fn)
+    assert scores.shape == (model.num_layers, model.num_heads) and scores.dtype == torch.float32
+    assert not scores.requires_grad and (scores >= 0).all()
+    torch.testing.assert_close(scores.norm(dim=1), torch.ones(model.num_layers))
+    raw = head_importance(model, digits.batches(*val, batch_size=50), digits.loss_fn, normalize=False)
+    torch.testing.assert_close(raw / raw.norm(dim=1, keepdim=True), scores)
+
+
+def test_importance_is_the_mean_absolute_gradient_by_finite_differences(model, val):
+    """One example per batch: E_x |dL(x)/dxi_h|, with each derivative by central differences."""
+    x, y = val[0][:3], val[1][:3]
+    double = copy.deepcopy(model).double()
+    scores = head_importance(double, [(x[i:i + 1].double(), y[i:i + 1]) for i in range(3)],
+                             digits.loss_fn, normalize=False)
+    expected = torch.zeros(double.num_layers, double.num_heads, dtype=torch.float64)
+    eps = 1e-6
+    with torch.no_grad():
+        for i in range(3):
+            for l in range(double.num_layers):
+                for h in range(double.num_heads):
+                    gate = torch.ones(double.num_layers, double.num_heads, dtype=torch.float64)
+                    gate[l, h] += eps
+                    up = digits.loss_fn(double(x[i:i + 1].double(), head_mask=gate), y[i:i + 1])
+                    gate[l, h] -= 2 * eps
+                    down = digits.loss_fn(double(x[i:i + 1].double(), head_mask=gate), y[i:i + 1])
+                    expected[l, h] += ((up - down) / (2 * eps)).abs() / 3
+    torch.testing.assert_close(scores.double(), expected, rtol=1e-4, atol=1e-8)
+
+
+def test_importance_weights_batches_by_their_size(model, val):
+    """Batches of 1 and 2 examples: the result is the mean over the three examples' batches."""
+    x, y = val[0][:3], val[1][:3]
+    first = head_importance(model, [(x[:1], y[:1])], digits.loss_fn, normalize=False)
+    rest = head_importance(model, [(x[1:], y[1:])], digits.loss_fn, normalize=False)
+    both = head_importance(model, [(x[:1], y[:1]), (x[1:], y[1:])], digits.loss_fn, normalize=False)
+    torch.testing.assert_close(both, (first + 2 * rest) / 3)
+
+
+def test_removed_heads_score_zero_and_leave_the_norm(model, val):
+    batches = digits.batches(*val, batch_size=90)
+    mask = digits.mask_without([(0, 1), (2, 0), (2, 3), (3, 0), (3, 1), (3, 2), (3, 3)],
+                               model.num_layers, model.num_heads)
+    scores = head_importance(model, batches, digits.loss_fn, head_mask=mask)
+    assert (scores[mask == 0] == 0).all()
+    norms = scores.norm(dim=1)
+    torch.testing.assert_close(norms[:3], torch.ones(3))
+    assert norms[3] == 0 and not scores.isnan().any()  # a layer with no head left stays 0
+
+
+def test_importance_leaves_the_model_alone(model, val):
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model.train()
+    try:
+        head_importance(model, digits.batches(*val, batch_size=135), digits.loss_fn)
+        assert model.training
+    finally:
+        model.eval()
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+
+
+# --- prune_heads ---------------------------------------------------------------------------------
+
+def _layer(seed, E=24, H=6, **kwargs):
+    torch.manual_seed(seed)
+    return MultiHeadAttention(E, H, **kwargs).double().eval()
+
+
+def _masked(layer, removed, q, k, v):
+    mask = torch.ones(layer.num_heads, dtype=torch.float64)
+    mask[list(removed)] = 0.0
+    with torch.no_grad():
+        return layer(q, k, v, head_mask=mask)[0]
+
+
+def _count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("heads", [[0], [1, 4], [5, 0, 3], [2, 2]])
+def test_pruned_output_equals_masked_output(heads):
+    original = _layer(0)
+    x = torch.randn(2, 5, 24, dtype=torch.float64)
+    expected = _masked(original, heads, x, x, x)
+    pruned = prune_heads(copy.deepcopy(original), heads)
+    with torch.no_grad():
+        out, weights = pruned(x, x, x)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    assert pruned.num_heads == 6 - len(set(heads)) and weights.shape == (2, pruned.num_heads, 5, 5)
+    assert pruned.pruned_heads == set(heads)
+
+
+def test_parameter_counts_after_pruning():
+    E, H, kdim, vdim = 24, 6, 10, 14
+    layer = _layer(1, E, H, kdim=kdim, vdim=vdim)
+    d, before = E // H, _count(layer)
+    prune_heads(layer, [0, 3])
+    # Per head: d rows of W_q (E inputs), W_k (kdim), W_v (vdim) with their biases, and d columns of W_o.
+    per_head = d * (E + 1) + d * (kdim + 1) + d * (vdim + 1) + d * E
+    assert _count(layer) == before - 2 * per_head
+    assert layer.W_q.weight.shape == (16, E) and layer.W_k.weight.shape == (16, kdim)
+    assert layer.W_v.weight.shape == (16, vdim) and layer.W_o.weight.shape == (E, 16)
+    assert layer.W_o.bias.shape == (E,)  # the output bias stays whole
+    assert (layer.W_q.out_features, layer.W_o.in_features) == (16, 16)
+
+
+def test_repeated_pruning_uses_the_original_numbering():
+    original = _layer(2)
+    q, kv = torch.randn(2, 3, 24, dtype=torch.float64), torch.randn(2, 7, 24, dtype=torch.float64)
+    layer = copy.deepcopy(original)
+    assert prune_heads(layer, [1, 4]) is layer
+    prune_heads(layer, [0, 4, 3])  # 4 is already gone: ignored
+    prune_heads(layer, [])
+    assert layer.pruned_heads == {0, 1, 3, 4} and layer.num_heads == 2
+    with torch.no_grad():
+        out = layer(q, kv, kv)[0]
+    torch.testing.assert_close(out, _masked(original, [0, 1, 3, 4], q, kv, kv), rtol=1e-12, atol=1e-12)
+
+
+def test_pruning_without_biases_and_a_whole_model(model):
+    layer = _layer(3, bias=False)
+    x = torch.randn(1, 4, 24, dtype=torch.float64)
+    expected = _masked(layer, [2, 5], x, x, x)
+    with torch.no_grad():
+        torch.testing.assert_close(prune_heads(layer, [5, 2])(x, x, x)[0], expected, rtol=1e-12, atol=1e-12)
+    # The lab model: prune two heads of every layer, compare with masking them.
+    pruned, removed = copy.deepcopy(model), [(l, h) for l in range(model.num_layers) for h in (0, 3)]
+    for attention in pruned.attention_layers:
+        prune_heads(attention, [0, 3])
+    x = digits.load_split("test")[0][:64]
+    with torch.no_grad():
+        torch.testing.assert_close(pruned(x), model(x, head_mask=digits.mask_without(removed, 4, 4)),
+                                   rtol=1e-5, atol=1e-5)
