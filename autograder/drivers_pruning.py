@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drivers import describe_result, plain
-
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 
@@ -120,6 +118,8 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
     ``state`` is the model's ``state_dict`` as arrays; ``(x, y)`` are cut into consecutive
     batches of ``batch_size`` (the last one smaller, so that weighting by batch size shows).
     """
+    from .drivers import describe_result  # here, not at the top: drivers.py imports this module
+
     torch, _ = _nn()
     model = _load(harness_digits(config), state).train(train_mode)
     before = _snapshot(model)
@@ -155,6 +155,8 @@ def prune_run(ns, config, state, query, key, value, steps, sizes=None):
     step the pruned layer's output on ``(query, key, value)``, which the reference makes equal
     to the unpruned layer's output with those heads masked.
     """
+    from .drivers import plain  # here, not at the top: drivers.py imports this module
+
     torch, _ = _nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
                              vdim=config.get("vdim"), bias=config.get("bias", True))
