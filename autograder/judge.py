@@ -277,12 +277,39 @@ def run_driver(case: Case, ns):
     return getattr(drivers, case.driver)(ns, **case.inputs)
 
 
+# What the reference (or a known bug) returns on a case, kept for the next submission: the
+# runner draws each exercise's cases once per process and seed, so a batch grader computes
+# them once for the whole class. Keyed by identity; the key's objects are kept alive with
+# the entry (an id is unique only while its object lives). Nothing here mutates an output.
+_OUTPUTS: dict = {}
+_OUTPUTS_MAX = 4096
+
+
+def _cached(objects: tuple, compute):
+    key = tuple(map(id, objects))
+    hit = _OUTPUTS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objects)):
+        return hit[1]
+    if len(_OUTPUTS) >= _OUTPUTS_MAX:
+        _OUTPUTS.clear()
+    value = compute()
+    _OUTPUTS[key] = (objects, value)
+    return value
+
+
+def reference_output(case: Case):
+    return _cached((case,), lambda: run_driver(case, reference.namespace()))
+
+
 def _bug_output(case, exercise, bug):
-    try:
-        with np.errstate(all="ignore"):
-            return run_driver(case, reference.namespace({exercise.id: bug}))
-    except Exception:  # a bug that cannot even run on these inputs explains nothing
-        return None
+    def run():
+        try:
+            with np.errstate(all="ignore"):
+                return run_driver(case, reference.namespace({exercise.id: bug}))
+        except Exception:  # a bug that cannot even run on these inputs explains nothing
+            return None
+
+    return _cached((case, exercise, bug), run)
 
 
 def check_case(case, got, expected):
@@ -342,7 +369,7 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
             feedback = ERROR_FEEDBACK.get(got.kind, got.kind + ": {}").format(got.message or "no details")
             results.append(CaseResult(case.name, 0.0, max_score, False, feedback))
             continue
-        expected[i] = run_driver(case, reference.namespace())
+        expected[i] = reference_output(case)
         try:
             reasons = check_case(case, got, expected[i])
         except Exception as err:  # malformed data from the learner's process, never a grader crash

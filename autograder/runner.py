@@ -1,10 +1,17 @@
 """Grading a submission, top to bottom.
 
 :func:`grade_submission` reads the submission, and for each selected exercise: draws its
-seeded cases, runs them in a fresh child of the zygote (the learner's side), and hands the
+seeded cases, runs them in a child of the zygote (the learner's side), and hands the
 outputs to the judge (the grader's side), which compares them with the reference and
 diagnoses. Exercises are pipelined: two children run at once (two cores), and the grader
 judges exercise *i* while the children of the next exercises run.
+
+A child runs one exercise at a time and takes the next only if it ended the last one
+*reusable* (``worker._Pristine``: the learner's code left the process as it found it);
+a child that crashed, hung, ran out of memory, sent garbage or changed its process is
+killed with its process group, and the next exercise gets a fresh one. So a submission
+costs two forks, not one per exercise, and a failure still costs only its own exercise.
+Children never outlive their submission.
 
 The learner's code never runs here. Here run the references: the judge's, and those of the
 exercises the learner's code may call (``Exercise.uses``), answered over the child's socket
@@ -96,6 +103,21 @@ def case_rng(seed: int, exercise_id: str) -> np.random.Generator:
     return np.random.default_rng([seed, digest])
 
 
+_CASES: dict = {}  # (id(exercise), seed) -> (exercise, its cases)
+
+
+def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
+    """The exercise's cases for ``seed``, drawn once per process: every submission of a batch
+    is graded on the same Case objects, so the judge computes each reference output once."""
+    key = (id(exercise), seed)
+    hit = _CASES.get(key)
+    if hit is None or hit[0] is not exercise:  # the exercise kept with its cases: ids are reused
+        if len(_CASES) >= 1024:
+            _CASES.clear()
+        hit = _CASES[key] = (exercise, exercise.cases(case_rng(seed, exercise.id)))
+    return hit[1]
+
+
 # ------------------------------------------------------------------------- the pipeline
 
 @dataclass
@@ -112,52 +134,74 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
     """Keep PARALLEL children running; collect them in order, judging each while the next run."""
     from . import judge
 
-    results, queue, upcoming = [], deque(), iter(enumerate(selected))
+    results, queue, upcoming = [], deque(), iter(selected)
+    idle: list[sandbox.Child] = []  # children that finished an exercise reusable
+    launched = iter(range(10**9))  # numbers each child's scratch directory
+
+    def start(job: dict) -> sandbox.Child:
+        """A child working on ``job``: an idle one if it still takes jobs, else a fresh one."""
+        while idle:
+            reused = idle.pop()
+            # Its last exercise's leftovers killed first; a child that does not take the job
+            # within the send timeout (its learner's code faked "done") is replaced.
+            if zygote.sweep() and reused.start(dict(job, workdir=reused.workdir)):
+                return reused
+            zygote.finish(reused)
+        workdir = f"{scratch}/{next(launched)}"
+        os.makedirs(workdir, exist_ok=True)
+        fresh = zygote.launch(workdir)
+        fresh.start(dict(job, workdir=workdir))
+        return fresh
 
     def fill():
-        while len(queue) < PARALLEL and (item := next(upcoming, None)) is not None:
-            i, exercise = item
-            queue.append(_launch(zygote, submission, exercise, seed, time_limit, run_deadline, f"{scratch}/{i}"))
+        while len(queue) < PARALLEL and (exercise := next(upcoming, None)) is not None:
+            queue.append(_launch(start, submission, exercise, seed, time_limit, run_deadline))
 
-    fill()
-    while queue:
-        run = queue.popleft()
-        outputs = _outputs(zygote, run, run_deadline)
-        fill()  # the next child starts before this exercise is judged
-        results.append(_judge(judge, run, outputs))
+    try:
+        fill()
+        while queue:
+            run = queue.popleft()
+            outputs = _outputs(zygote, run, run_deadline, idle)
+            fill()  # the next exercise starts (in the child just freed if reusable) before this is judged
+            results.append(_judge(judge, run, outputs))
+    finally:
+        for c in idle + [r.child for r in queue if r.child is not None]:
+            zygote.finish(c)
     return results
 
 
-def _launch(zygote, submission: Submission, exercise: Exercise, seed, time_limit, run_deadline, workdir):
-    cases = exercise.cases(case_rng(seed, exercise.id))
+def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit, run_deadline):
+    cases = exercise_cases(exercise, seed)
     timeout = time_limit if time_limit is not None else exercise.timeout
     proxies = _proxies(exercise)
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
         return _Running(exercise, cases, None, timeout, proxies, early)
-    os.makedirs(workdir, exist_ok=True)
-    child = zygote.launch()
     job = {
         "exercise": exercise.id, "module": exercise.module, "sources": submission.sources,
         "proxies": proxies, "cases": [[c.driver, c.inputs] for c in cases],
-        "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1, "workdir": workdir,
+        "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1,
     }
-    child.start(job)
-    return _Running(exercise, cases, child, timeout, proxies)
+    return _Running(exercise, cases, start(job), timeout, proxies)
 
 
-def _outputs(zygote, run: _Running, run_deadline) -> list:
-    """Every case's output or CaseError, the child killed and reaped whatever happened."""
+def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
+    """Every case's output or CaseError; the child back in ``idle`` if it can run another
+    exercise, else killed and reaped, whatever happened."""
     if run.early is not None:
         return run.early
     # The clock starts when the grader turns to this child (it answers the child's calls to
     # proxied exercises only from then on): a head start is free, waiting is not charged.
     deadline = min(time.monotonic() + run.timeout, run_deadline)
+    outputs, ended, status = [None] * len(run.cases), "closed", None
     try:
         outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
                                            [c.timeout for c in run.cases])
     finally:
-        status = zygote.finish(run.child)
+        if ended is None and run.child.reusable:
+            idle.append(run.child)
+        else:
+            status = zygote.finish(run.child)
     if ended == "timeout":
         pending = next(c for c, o in zip(run.cases, outputs) if o is None)
         if time.monotonic() < deadline and pending.timeout is not None:  # the case's own limit

@@ -3,11 +3,15 @@
 :class:`Zygote` starts the learner-side process. From the CLI, before any reference code is
 imported, it imports torch in this process and forks the zygote from it (one torch import
 serves both sides); otherwise it starts ``python -m autograder.worker``, a fresh interpreter
-holding nothing of the grader's. :meth:`Zygote.launch` gets a forked child for
-one exercise, talking to the grader over a private socket; :meth:`Child.collect` sends it
-the job, answers its calls to proxied exercises, gathers one output per case until the
-deadline, and :meth:`Zygote.finish` then kills the child's whole process group (grandchildren
-included) and learns how it ended. A dead zygote is restarted by the next launch.
+holding nothing of the grader's. :meth:`Zygote.launch` gets a forked child, talking to the
+grader over a private socket; :meth:`Child.start` sends it one exercise's job and
+:meth:`Child.collect` answers its calls to proxied exercises and gathers one output per case
+until the deadline. A child that ends an exercise *reusable* (its process state untouched by
+the learner's code, see ``worker._Pristine``) may take the next exercise of the same
+submission, after :meth:`Zygote.sweep` has killed whatever the last one left running; any
+other child, and every child at the end of a submission, goes to :meth:`Zygote.finish`,
+which kills its whole process group (grandchildren included) and learns how it ended. A
+dead zygote is restarted by the next launch.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ from . import protocol
 from .spec import CaseError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
 
 
 class ZygoteError(Exception):
@@ -93,8 +100,8 @@ class Zygote:
             raise ZygoteError(f"the learner-side process did not start: {err}") from None
         self._ready = True
 
-    def launch(self) -> "Child":
-        """A fresh child for one exercise; restarts a dead zygote once."""
+    def launch(self, workdir: str = "") -> "Child":
+        """A fresh child (``workdir``: its scratch directory); restarts a dead zygote once."""
         for attempt in (1, 2):
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -102,7 +109,7 @@ class Zygote:
                 socket.send_fds(self.control, [b"F"], [theirs.fileno()])
                 self.control.settimeout(30)
                 (pid,) = struct.unpack("<q", _recv_exactly(self.control, 8))
-                return Child(pid, ours)
+                return Child(pid, ours, workdir)
             except (OSError, ZygoteError, struct.error):
                 ours.close()
                 if attempt == 2:
@@ -128,6 +135,17 @@ class Zygote:
         except (OSError, struct.error):
             self.restart()  # the learner's code killed the zygote: a fresh one for the rest
             return None
+
+    def sweep(self) -> bool:
+        """Kill the processes the last exercise left behind (orphans the zygote inherited),
+        before a reused child runs the next; False if the zygote did not answer."""
+        try:
+            self.control.settimeout(10)
+            self.control.sendall(b"K")
+            return _recv_exactly(self.control, 1) == b"k"
+        except OSError:
+            self.restart()
+            return False
 
     def restart(self) -> None:
         self.close()
@@ -207,13 +225,17 @@ class _Forked:
 class Child:
     pid: int
     sock: socket.socket
+    workdir: str = ""
+    reusable: bool = False  # said "done" with its process state still pristine
 
     def start(self, job: dict) -> bool:
-        """Send the job: the child starts on it at once (False if it is already gone)."""
+        """Send the job: the child starts on it at once (False if it is gone or does not read it)."""
+        self.reusable = False
         try:
+            self.sock.settimeout(SEND_SECONDS)
             protocol.send(self.sock, job)
             return True
-        except OSError:
+        except OSError:  # socket.timeout included
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
@@ -257,6 +279,7 @@ class Child:
                 except OSError:
                     return outputs, "closed"
             elif msg.get("done") is True:
+                self.reusable = msg.get("reusable") is True
                 return outputs, None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
                 progress = time.monotonic()

@@ -1,21 +1,28 @@
-"""The learner's side: a zygote process that forks one confined child per exercise.
+"""The learner's side: a zygote process that forks confined children to run exercises.
 
 ``python -m autograder.worker CONTROL_FD DRIVERS`` starts the zygote. It imports NumPy,
 torch and the drivers once (the slow part, done while the grader imports its own modules in
-parallel) and then waits. For each exercise the grader sends it a socket (SCM_RIGHTS); the
-zygote forks a child that owns that socket, and the grader talks to the child directly:
+parallel) and then waits. The grader sends it a socket (SCM_RIGHTS); the zygote forks a
+child that owns that socket, and the grader talks to the child directly, one exercise at a
+time (the next job is sent only once the child has answered "done" for the last one):
 
     grader -> child   the job: module sources, proxied names, the cases (driver, inputs)
     child  -> grader  {"case": i, "ok": output} or {"case": i, "error": [kind, message]}
     child  -> grader  {"call": name, ...}: a proxied exercise, answered by the reference
-    child  -> grader  {"done": true}
+    child  -> grader  {"done": true, "reusable": bool}
 
 The child confines itself before running any learner code (own process group, memory, CPU
 and file-size limits, stdout/stderr to /dev/null, a scratch working directory, no
-``solutions`` and no judge on the import path), loads the submission as a synthetic package
-``mha_exercises`` and runs the cases. Whatever happens in it (an exit, a crash, a hang that
-the grader kills) costs only that exercise. This module imports nothing of the grader's
-beyond the drivers, the protocol and the spec.
+``solutions`` and no judge on the import path), then for each job loads the submission as a
+fresh synthetic package ``mha_exercises``, with that exercise's limits, and runs the cases.
+A fork costs ~20 ms of CPU (torch's pages), more than most exercises, so one child serves
+a submission's exercises for as long as it stays *pristine*: after each exercise it compares
+the process-wide state the learner's code could have changed (patched modules and classes,
+threads, timers, signal handlers, child processes, ...) with a snapshot taken before any
+learner code ran, and says ``"reusable": false`` (then exits) when anything differs. Whatever
+happens in it (an exit, a crash, a hang that the grader kills) costs only the exercise it
+was running: the grader forks a fresh child for the rest. This module imports nothing of the
+grader's beyond the drivers, the protocol and the spec.
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ REFERENCES = ("solutions", "autograder.judge", "autograder.exercises", "autograd
 BLOCKED = REFERENCES + ("autograder.runner", "autograder.report", "autograder.cli", "autograder.sandbox",
                         "autograder.batch", "autograder.similarity", "autograder.summary")
 PACKAGE = "mha_exercises"
-_isinstance, _type, _str = isinstance, type, str  # learner code may patch builtins later
+_isinstance, _type, _str, _list, _len = isinstance, type, str, list, len  # learner code may patch builtins
 
 
 # ------------------------------------------------------------------------------ the zygote
@@ -72,6 +79,9 @@ def preload(drivers_name: str = "autograder.drivers"):
 def serve(control: socket.socket, drivers) -> None:
     """The zygote's loop: fork a child per "F", reap and report per "W", until EOF."""
     _become_subreaper()
+    # Taken here, where no learner code ever runs, and inherited by every child: copying
+    # thousands of attributes is then paid once, not per child.
+    namespaces = _Pristine.namespaces()
     control.sendall(b"R")  # ready
     active: set[int] = set()  # the exercise children alive now
     while True:
@@ -85,7 +95,7 @@ def serve(control: socket.socket, drivers) -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _child(socket.socket(fileno=fds[0]), drivers)  # never returns
+                _child(socket.socket(fileno=fds[0]), drivers, namespaces)  # never returns
             os.close(fds[0])
             try:
                 os.setpgid(pid, pid)  # also done in the child: whichever runs first
@@ -93,6 +103,9 @@ def serve(control: socket.socket, drivers) -> None:
                 pass
             active.add(pid)
             control.sendall(struct.pack("<q", pid))
+        elif msg[:1] == b"K":  # between two exercises of a reused child: kill leftovers
+            _kill_orphans(active)
+            control.sendall(b"k")
         elif msg[:1] == b"W":  # reap a finished child, report how it ended, kill leftovers
             (pid,) = struct.unpack("<q", msg[1:9])
             active.discard(pid)
@@ -159,8 +172,9 @@ def _children() -> list[int]:
 
 # ------------------------------------------------------------------------------- a child
 
-def _child(sock: socket.socket, drivers) -> None:
-    """Run one exercise's cases; never returns (os._exit), whatever the learner's code does."""
+def _child(sock: socket.socket, drivers, namespaces: list) -> None:
+    """Run exercises, one job at a time, until the grader closes the socket or the learner's
+    code has left the process changed; never returns (os._exit), whatever that code does."""
     from autograder import protocol
 
     code = 0
@@ -168,7 +182,15 @@ def _child(sock: socket.socket, drivers) -> None:
         os.setpgid(0, 0)
         job = protocol.recv(sock)
         _confine(job)
-        _run(sock, job, drivers, protocol)
+        pristine = _Pristine(namespaces)
+        while True:
+            _begin_exercise(job)
+            if not _run(sock, job, drivers, protocol, pristine):
+                break
+            try:
+                job = protocol.recv(sock)
+            except protocol.Closed:
+                break
     except BaseException:  # noqa: BLE001  the grader sees the missing results as a crash
         code = 70
     finally:
@@ -178,13 +200,10 @@ def _child(sock: socket.socket, drivers) -> None:
 def _confine(job: dict) -> None:
     """Limits, silence and a scratch directory before the learner's code exists in here."""
     os.chdir(job["workdir"])
-    tempfile.tempdir = job["workdir"]
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # anything the learner prints goes nowhere: results use the socket
         os.dup2(devnull, fd)
     os.close(devnull)
-    _limit(resource.RLIMIT_AS, _address_space() + job["memory_mb"] * 2**20)
-    _limit(resource.RLIMIT_CPU, int(job["cpu_seconds"]) + 1)
     _limit(resource.RLIMIT_FSIZE, 64 * 2**20)
     _limit(resource.RLIMIT_CORE, 0)
     # The import path: no repository root, no current directory, and a blocker in front of
@@ -196,6 +215,21 @@ def _confine(job: dict) -> None:
             del sys.modules[name]
     sys.meta_path.insert(0, _Blocker())
     _drop_privileges(job["workdir"])
+
+
+def _begin_exercise(job: dict) -> None:
+    """Each exercise its own scratch directory, memory and CPU limits, and a package
+    ``mha_exercises`` that has not run yet (its modules run again, with this job's proxies)."""
+    here = os.path.join(job["workdir"], _str(job["exercise"]).replace("/", "_"))
+    os.makedirs(here, exist_ok=True)
+    os.chdir(here)
+    tempfile.tempdir = here
+    _limit(resource.RLIMIT_AS, _address_space() + job["memory_mb"] * 2**20)
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the CPU limit counts the whole process
+    _limit(resource.RLIMIT_CPU, int(usage.ru_utime + usage.ru_stime + job["cpu_seconds"]) + 1)
+    for name in list(sys.modules):
+        if name == PACKAGE or name.startswith(PACKAGE + "."):
+            del sys.modules[name]
 
 
 def _drop_privileges(workdir: str) -> None:
@@ -251,6 +285,94 @@ class _Blocker:
         return None
 
 
+# ----------------------------------------------------- the state one exercise may leave behind
+
+class _Pristine:
+    """What the learner's code could change in this process for the *next* exercise, as it
+    was before any learner code ran; :meth:`holds` says whether it is still so.
+
+    Compared by identity: the attributes of the modules that drivers and learners use (and
+    of the classes defined there: ``torch.Tensor.__eq__`` is as patchable as ``np.allclose``),
+    and by value: import machinery, interpreter hooks, signal handlers and timers, threads,
+    child processes, open descriptors, environment, limits, torch and NumPy global modes.
+    Attributes added since (a lazily imported submodule) are not a change. Anything this
+    misses can affect only the same learner's later exercises: every output is still
+    compared with the reference in the grader.
+    """
+
+    # Not ``warnings`` (its filter version counts every catch_warnings) nor ``tempfile`` (whose
+    # tempdir each exercise sets): their state that matters is in process_state.
+    MODULES = ("builtins", "sys", "os", "gc", "signal", "resource", "math", "copy", "types", "importlib",
+               "numpy", "numpy.linalg", "numpy.random", "numpy.testing", "torch", "torch.nn",
+               "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.autograd", "torch.overrides",
+               "autograder.drivers", "autograder.protocol", "autograder.spec", __name__)
+    PACKAGES = ("numpy", "torch", "autograder", "__main__")
+
+    def __init__(self, namespaces: list):
+        """``namespaces``: from :meth:`namespaces`, taken before any learner code ran."""
+        self.spaces = namespaces
+        self.state = self.process_state()
+
+    @classmethod
+    def namespaces(cls) -> list:
+        """``(namespace, its values, their ids)`` of each module watched and of its classes."""
+        spaces, seen = [], set()
+        for name in cls.MODULES:
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            spaces.append(module.__dict__)
+            for value in list(module.__dict__.values()):
+                if (_isinstance(value, type) and id(value) not in seen and value.__flags__ & (1 << 9)
+                        and _str(getattr(value, "__module__", "")).split(".")[0] in cls.PACKAGES):
+                    seen.add(id(value))  # a class of ours, NumPy's or torch's written in Python
+                    spaces.append(value.__dict__)
+        # The values are kept (not only their ids): an id is unique only while its object lives.
+        return [(space, values, [id(v) for v in values])
+                for space in spaces for values in [list(space.values())]]
+
+    def holds(self) -> bool:
+        try:
+            for space, _, ids in self.spaces:
+                # Values in insertion order, compared by identity at C speed: a replaced value
+                # differs in place, a deleted key shifts the rest, an added one comes after.
+                if _list(map(id, space.values()))[: _len(ids)] != ids:
+                    return False
+            return self.process_state() == self.state
+        except BaseException:  # noqa: BLE001  a hostile __eq__ or a patched helper: not pristine
+            return False
+
+    @staticmethod
+    def process_state() -> tuple:
+        """The rest, compared by value (the modules above by identity)."""
+        import _signal
+        import gc
+        import warnings
+
+        import numpy
+        import torch
+
+        skip = {signal.SIGKILL, signal.SIGSTOP}
+        timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+        limits = (resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC,
+                  resource.RLIMIT_STACK)
+        return (
+            tuple(id(sys.modules.get(name)) for name in _Pristine.MODULES),
+            tuple(sys.meta_path), tuple(sys.path), tuple(sys.path_hooks), sys.stdin, sys.stdout, sys.stderr,
+            sys.displayhook, sys.excepthook, sys.gettrace(), sys.getprofile(), sys.getrecursionlimit(),
+            sys.getswitchinterval(), tuple(warnings.filters), gc.isenabled(), gc.get_threshold(),
+            tuple(_signal.getsignal(s) for s in _signal.valid_signals() if s not in skip),  # ints, no enums
+            tuple(signal.getitimer(t) != (0.0, 0.0) for t in timers),
+            len(os.listdir("/proc/self/task")), tuple(_children()),
+            tuple(sorted(os.listdir("/proc/self/fd"))),
+            dict(os.environ), tuple(resource.getrlimit(r) for r in limits),
+            torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), torch.is_anomaly_enabled(),
+            torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(),
+            tuple(sorted(numpy.geterr().items())), numpy.getbufsize(),
+        )
+
+
 # ------------------------------------------------------------ the submission as a package
 
 class _Submission:
@@ -281,6 +403,7 @@ class _Submission:
         package.__file__ = f"<submission>/{PACKAGE}/__init__.py"
         sys.modules[PACKAGE] = package
         self.package = package
+        self.loaded: list[str] = []  # the package's modules, as named in sys.modules
 
     def find_spec(self, fullname):
         name = fullname[len(PACKAGE) + 1 :]
@@ -297,7 +420,7 @@ class _Submission:
         try:
             if source is None:
                 raise ModuleNotFoundError(f"{name}.py is not in the submission")
-            exec(compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True), module.__dict__)
+            exec(_compiled(name, source), module.__dict__)
         except BaseException as err:  # noqa: BLE001  SystemExit at import too
             if name == self.own:
                 raise
@@ -312,8 +435,9 @@ class _Submission:
 
     def install_proxies(self):
         """Each proxy on its home module (defined there or not) and wherever it was imported."""
-        for full, module in list(sys.modules.items()):
-            if full.startswith(PACKAGE + ".") and module is not None:
+        for full in self.loaded:  # not all of sys.modules: this runs at every driver call
+            module = sys.modules.get(full)
+            if module is not None:
                 for f, proxy in self.functions.items():
                     if f in module.__dict__ or self.proxies[f] == full[len(PACKAGE) + 1 :]:
                         module.__dict__[f] = proxy
@@ -328,7 +452,19 @@ class _SourceLoader:
 
     def exec_module(self, module):
         module.__file__ = f"<submission>/{PACKAGE}/{self.name}.py"
+        self.submission.loaded.append(f"{PACKAGE}.{self.name}")
         self.submission.run_module(module, self.name)
+
+
+def _compiled(name: str, source: str):
+    """A module's code object, compiled once per child (each exercise runs it afresh)."""
+    key = (name, source)
+    if key not in _CODE:
+        _CODE[key] = compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True)
+    return _CODE[key]
+
+
+_CODE: dict = {}
 
 
 def _placeholder(name: str, why: str):
@@ -373,7 +509,8 @@ class _Failure(Exception):
         self.kind, self.message = kind, message
 
 
-def _run(sock, job, drivers, protocol) -> None:
+def _run(sock, job, drivers, protocol, pristine) -> bool:
+    """One exercise's cases; whether this process may run the next exercise."""
     def call_grader(name, args, kwargs):
         protocol.send(sock, {"call": name, "args": args, "kwargs": kwargs})
         reply = protocol.recv(sock, torch_tensors=True)
@@ -399,7 +536,9 @@ def _run(sock, job, drivers, protocol) -> None:
             kind, message = _classify(err)
             frame = protocol.encode({"case": i, "error": [kind, message]})
         protocol.send_frame(sock, frame)
-    protocol.send(sock, {"done": True})
+    reusable = pristine.holds()
+    protocol.send(sock, {"done": True, "reusable": reusable})
+    return reusable
 
 
 def _prepare(ns, job, drivers) -> _Failure | None:
