@@ -180,6 +180,7 @@ def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_
                 os.dup2(devnull, fd)
             for sock in [ours, *_OPEN]:  # the grader's ends: EOF must reach the zygote
                 sock.close()
+            _close_inherited(keep=control.fileno())
             os.environ.pop("MHA_GRADE_RUN_AS", None)
             if run_as:  # read by each child (worker._drop_privileges), as in the spawned zygote
                 os.environ["MHA_GRADE_RUN_AS"] = "%d:%d" % run_as
@@ -190,6 +191,16 @@ def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_
 
 
 _OPEN: list = []  # the control sockets of this process's zygotes: a forked zygote closes them
+
+
+def _close_inherited(keep: int) -> None:
+    """Close every descriptor above 2 but ``keep``: whatever the grader had open (a report
+    file, a pipe to its parent) must not reach the learner's children. Python objects of the
+    grader's that still name a closed descriptor are never used or collected in the zygote
+    (``worker.serve`` freezes the garbage collector's view of them)."""
+    top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(top, keep + 1))
 
 
 class _Forked:

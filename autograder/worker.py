@@ -27,6 +27,7 @@ grader's beyond the drivers, the protocol and the spec.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -82,6 +83,10 @@ def serve(control: socket.socket, drivers) -> None:
     # Taken here, where no learner code ever runs, and inherited by every child: copying
     # thousands of attributes is then paid once, not per child.
     namespaces = _Pristine.namespaces()
+    # Nothing of the zygote's is ever collected: no object inherited from a grader it was
+    # forked from closes a descriptor number reused since, and the children's collections
+    # do not walk (and copy) the inherited pages.
+    gc.freeze()
     control.sendall(b"R")  # ready
     active: set[int] = set()  # the exercise children alive now
     while True:
@@ -346,7 +351,6 @@ class _Pristine:
     def process_state() -> tuple:
         """The rest, compared by value (the modules above by identity)."""
         import _signal
-        import gc
         import warnings
 
         import numpy

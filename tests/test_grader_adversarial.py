@@ -215,6 +215,27 @@ def test_fake_report_on_stdout_and_tampered_report_files(tmp_path):
     assert gs["score"] == 4 and "FAKE" not in json.dumps(gs)
 
 
+def test_learner_code_cannot_write_to_a_descriptor_the_grader_holds(tmp_path):
+    # The CLI forks its zygote from the grader's process: the grader's open files must not
+    # reach the learner's code. Here the grader inherits an open file from this test.
+    held = tmp_path / "held.txt"
+    held.write_text("the grader's file\n")
+    fd = os.open(held, os.O_RDWR | os.O_APPEND)
+    try:
+        sub = submission(tmp_path, "attention", "write_grader_fds")
+        out_json = tmp_path / "report.json"
+        proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax", "-e", "causal_mask",
+                               "--json", str(out_json), "--time-limit", "5"], pass_fds=[fd],
+                              capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"),
+                              cwd=tmp_path, timeout=300)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 0, proc.stderr
+    assert held.read_text() == "the grader's file\n"
+    scores = {e["id"]: e["score"] for e in json.loads(out_json.read_text())["exercises"]}
+    assert scores == {"softmax": 0, "causal_mask": 4}
+
+
 # ----------------------------------------------------------------- the protocol
 
 def _frame(header: str, data: bytes = b"") -> bytes:
