@@ -1,9 +1,9 @@
 """Chapter 6 lab: handwritten digits read by a small transformer whose heads we can switch off.
 
 The data are scikit-learn's bundled ``load_digits`` (1,797 real 8×8 images, no download). Each
-image becomes a sequence of 16 patches of 2×2 pixels; a learned class token in front of them
-gathers what the classifier reads. The model is a pre-norm transformer encoder of
-``num_layers`` blocks, each with a ``MultiHeadAttention`` of the chapter-4 contract (by default
+image becomes a sequence of 9 overlapping patches of 4×4 pixels; a learned class token in front
+of them gathers what the classifier reads. The model is a pre-norm transformer encoder of
+``num_layers`` blocks (4 of 4 heads, ``CONFIG``), each with a ``MultiHeadAttention`` of the chapter-4 contract (by default
 *your* layer, through ``mha_exercises.backend.load``), and ``forward(x, head_mask=None)`` takes
 a ``(num_layers, num_heads)`` mask: 0 switches a head off, as if it had been pruned.
 
@@ -95,7 +95,7 @@ class Block(nn.Module):
 
 
 class DigitsTransformer(nn.Module):
-    """Patches -> class logits. ``forward(x (B, 16, 4), head_mask (L, H) or None) -> (B, 10)``."""
+    """Patches -> class logits. ``forward(x (B, 9, 16), head_mask (L, H) or None) -> (B, 10)``."""
 
     def __init__(self, attention_class=None, num_layers=CONFIG["num_layers"], num_heads=CONFIG["num_heads"],
                  d_model=CONFIG["d_model"], d_ff=CONFIG["d_ff"]):
