@@ -135,9 +135,10 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None) ->
 
     Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
     here, once, and inherited by every forked grader. Each grader starts its zygote (the
-    process that forks a confined child per exercise) at its first submission and keeps it:
-    no submission pays for the learner side's imports either. Reuse is safe because the
-    zygote never runs learner code itself, and kills every leftover process after each exercise.
+    process that forks the confined children running a submission's exercises) at its first
+    submission and keeps it: no submission pays for the learner side's imports either. Reuse
+    is safe because the zygote never runs learner code itself, kills every leftover process
+    after each exercise, and no child outlives its submission.
     """
     from . import exercises, judge, runner, sandbox  # noqa: F401  (imported before the fork)
 
