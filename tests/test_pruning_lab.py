@@ -256,3 +256,14 @@ def test_pruning_without_biases_and_a_whole_model(model):
     with torch.no_grad():
         torch.testing.assert_close(pruned(x), model(x, head_mask=digits.mask_without(removed, 4, 4)),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_digits_read_directly_equal_sklearn_load_digits():
+    from sklearn.datasets import load_digits
+
+    from mha_exercises import digits
+
+    images, target = digits._digits()
+    reference = load_digits()
+    np.testing.assert_array_equal(images, reference.images)
+    np.testing.assert_array_equal(target, reference.target)
