@@ -74,11 +74,11 @@ def importance_cases(rng):
     small = {"config": small_config, "state": _random_state(rng, small_config)}
     small_data = (rng.standard_normal((17, 7, 6)).astype(np.float32), rng.integers(0, 4, 17).astype(np.int64))
     return [
-        case("lab model (committed weights), batches of 16, 16 and 8", 40, 16),
-        case("lab model, normalize=False", 40, 16, normalize=False),
-        case("lab model, one example per batch (as in the lab)", 12, 1),
-        case("lab model, head_mask with heads (0, 1) and (2, 3) removed", 40, 16, head_mask=removed),
-        case("lab model, head_mask removing every head of layer 3", 40, 16, head_mask=emptied),
+        case("lab model (committed weights), batches of 8, 8 and 4", 20, 8),
+        case("lab model, normalize=False", 20, 8, normalize=False),
+        case("lab model, one example per batch (as in the lab)", 6, 1),
+        case("lab model, head_mask with heads (0, 1) and (2, 3) removed", 20, 8, head_mask=removed),
+        case("lab model, head_mask removing every head of layer 3", 20, 8, head_mask=emptied),
         case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, model=small, data=small_data),
         case("a random model left in training mode, normalize=False", 17, 5, model=small, data=small_data,
              normalize=False, train_mode=True),
