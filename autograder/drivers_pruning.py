@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 
 def _nn():
@@ -137,14 +136,6 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
     return data
 
 
-def _param_shapes(layer):
-    shapes = {}
-    for name in LINEARS:
-        linear = getattr(layer, name, None)
-        for part in ("weight", "bias"):
-            tensor = getattr(linear, part, None)
-            shapes[f"{name}.{part}"] = None if tensor is None else [int(n) for n in tensor.shape]
-    return shapes
 
 
 def prune_run(ns, config, state, query, key, value, steps, sizes=None):
@@ -173,6 +164,8 @@ def prune_run(ns, config, state, query, key, value, steps, sizes=None):
         except Exception as err:  # a broken layer: its shapes below say why
             outs[label] = f"raised {type(err).__name__}"
             break
+    from .drivers import _param_shapes  # here: drivers imports this module at its end
+
     data["param_shapes"] = _param_shapes(layer)
     data["num_heads"] = plain(getattr(layer, "num_heads", None))[0]
     removed = getattr(layer, "pruned_heads", None)
