@@ -64,7 +64,7 @@ def verdict(report: dict) -> str:
     """A few lines: a mark, the score and status, then what is wrong (and the notes)."""
     lines = []
     for r in report["exercises"]:
-        mark = "✅" if r["status"] == "passed" else "❌"
+        mark = "✔" if r["status"] == "passed" else "✘"
         n = len(r["cases"])
         passed = sum(c["passed"] for c in r["cases"])
         lines.append(f"{mark} {r['id']}: {_points(r['score'])}/{_points(r['max_score'])} points, "

@@ -223,12 +223,12 @@ def test_check_in_a_notebook_grades_the_active_backend(capsys, monkeypatch):
     monkeypatch.setenv("MHA_BACKEND", "solutions")
     check(softmax)  # a function: its __name__ is the exercise id
     out = capsys.readouterr().out
-    assert out.startswith("✅ softmax: 5/5 points, passed")
+    assert out.startswith("✔ softmax: 5/5 points, passed")
 
     monkeypatch.setenv("MHA_BACKEND", "learner")  # the unfilled stubs
     check("masked_softmax")
     out = capsys.readouterr().out
-    assert out.startswith("❌ masked_softmax: 0/7 points, not attempted") and "NotImplementedError" in out
+    assert out.startswith("✘ masked_softmax: 0/7 points, not attempted") and "NotImplementedError" in out
 
     check("no_such_exercise")
     assert "could not grade" in capsys.readouterr().out
@@ -241,7 +241,7 @@ def test_check_verdict_names_the_likely_bug_once(tmp_path, zygote):
     with open(sub / "attention.py", "a") as f:  # softmax without the max subtraction
         f.write("\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n")
     text = verdict(grade(sub, zygote, exercises=["softmax"]).to_dict())
-    assert text.startswith("❌ softmax:") and "partial" in text
+    assert text.startswith("✘ softmax:") and "partial" in text
     # Said in the summary, then one failing check as the example: not once per failing check.
     flat = " ".join(text.lower().split())  # as printed, wrapped at 88 columns
     assert text.count("•") == 1 and flat.count("without subtracting the max") == 2
