@@ -29,6 +29,20 @@ def _params(rng, dtype, E_q, E_k, E_v, H, d_k, d_v, E_out, bias=True):
     return params
 
 
+def _masks(rng, B, H, Lq, Lk):
+    """The layer checks' masks (B = 2): padding (B, 1, Lk), end-aligned causal (Lq, Lk), a
+    (B, Lq, Lk) mask with fully masked rows (query 2 of sequence 0, query 0 of sequence 1),
+    and a 4-D per-head mask (B, H, Lq, Lk)."""
+    padding = (np.arange(Lk) < np.array([3, 5])[:, None])[:, None, :]  # (B, 1, Lk)
+    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
+    empty_rows = rng.random((B, Lq, Lk)) < 0.6
+    empty_rows[..., 0] = True
+    empty_rows[0, 2] = empty_rows[1, 0] = False
+    per_head = rng.random((B, H, Lq, Lk)) < 0.7
+    per_head[..., -1] = True
+    return padding, causal, empty_rows, per_head
+
+
 def mha_function_cases(rng):
     B, H, Lq, Lk, d_k, d_v, E_q, E_k, E_v, E_out = 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
     cross = dict(B=B, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v, E_q=E_q, E_k=E_k, E_v=E_v, E_out=E_out)
@@ -52,13 +66,7 @@ def mha_function_cases(rng):
                          returns=("out", "weights"), sizes=sizes, dtype=dtype,
                          properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"))
 
-    padding = (np.arange(Lk) < np.array([3, 5])[:, None])[:, None, :]  # (B, 1, Lk)
-    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
-    empty_rows = rng.random((B, Lq, Lk)) < 0.6
-    empty_rows[..., 0] = True
-    empty_rows[0, 2] = empty_rows[1, 0] = False
-    per_head = rng.random((B, H, Lq, Lk)) < 0.7
-    per_head[..., -1] = True
+    padding, causal, empty_rows, per_head = _masks(rng, B, H, Lq, Lk)
     return [
         cross_case("float64 cross-attention, biases, no mask", "float64"),
         cross_case("float32 stays float32, padding mask (B, 1, Lk)", "float32", padding),
@@ -251,13 +259,7 @@ def layer_cases(rng):
         return Case(name=name, driver=driver, inputs=inputs, properties=properties,
                     **(tolerance or TOLERANCE[dtype]))
 
-    padding = (np.arange(Lk) < np.array([3, 5])[:, None])[:, None, :]  # (B, 1, Lk)
-    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
-    empty_rows = rng.random((B, Lq, Lk)) < 0.6
-    empty_rows[..., 0] = True
-    empty_rows[0, 2] = empty_rows[1, 0] = False
-    per_head = rng.random((B, H, Lq, Lk)) < 0.7
-    per_head[..., -1] = True
+    padding, causal, empty_rows, per_head = _masks(rng, B, H, Lq, Lk)
     gradients = {**inputs(), "mask": padding & causal,
                  "grad_out": randn(rng, (B, Lq, E)), "grad_weights": randn(rng, (B, H, Lq, Lk))}
 
