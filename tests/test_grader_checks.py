@@ -5,7 +5,6 @@ the end goes through ``runner.grade_submission``."""
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 from autograder import judge, reference
 from autograder.exercises import EXERCISES
 from autograder.spec import Case, CaseError, Exercise
+from solution_copies import edited_solutions
 
 LIBRARY = Path(__file__).parent / "wrong_implementations"
 SEEDS = range(5)
@@ -199,13 +199,7 @@ def test_weights_of_custom_cases_share_the_points():
 
 def test_a_submission_without_the_scale_gets_the_diagnosis_in_the_report(tmp_path):
     runner = pytest.importorskip("autograder.runner")
-    submission = tmp_path / "submission"
-    shutil.copytree(Path(__file__).parents[1] / "solutions", submission,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    attention = submission / "attention.py"
-    source = attention.read_text()
-    assert "/ math.sqrt(q.shape[-1])" in source
-    attention.write_text(source.replace("/ math.sqrt(q.shape[-1])", ""))
+    submission = edited_solutions(tmp_path, "attention", "/ math.sqrt(q.shape[-1])", "")
     report = runner.grade_submission(submission, exercises=["scaled_dot_product_attention", "softmax"])
     results = {r.id: r for r in report.exercises}
     assert results["softmax"].status == "passed"

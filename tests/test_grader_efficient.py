@@ -4,7 +4,6 @@ its own diagnosis, the cases hit what they are named for, and the whole pipeline
 submission's ``efficient.py`` end to end."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from autograder import judge, reference
 from autograder.exercises import EXERCISES
 from autograder.exercises import efficient as checks
+from solution_copies import edited_solutions
 
 CHAPTER_7 = ("chunked_attention", "repeat_kv", "GroupedQueryAttention", "KVCache")
 
@@ -83,16 +83,7 @@ def test_a_learner_cache_on_the_wrong_axis_is_named_in_the_case_feedback():
 # --- end to end, through the isolation pipeline ------------------------------------------------
 
 def _submission(tmp_path, edit=None):
-    submission = tmp_path / "submission"
-    shutil.copytree(Path(__file__).parents[1] / "solutions", submission,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    if edit:
-        path = submission / "efficient.py"
-        old, new = edit
-        source = path.read_text()
-        assert old in source
-        path.write_text(source.replace(old, new))
-    return submission
+    return edited_solutions(tmp_path, "efficient", *edit) if edit else edited_solutions(tmp_path)
 
 
 def test_pipeline_gives_the_reference_efficient_full_marks(tmp_path):

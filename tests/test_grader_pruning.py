@@ -4,7 +4,6 @@ learner's side, and it grades the solutions, known bugs and the stubs end to end
 (The generic checks, known bugs named by their own cases and the implementations in
 ``tests/wrong_implementations/``, run in ``tests/test_grader_checks.py``.)"""
 import copy
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from autograder import drivers_pruning
 from autograder.exercises import EXERCISES
 from mha_exercises import digits
 from solutions.layer import MultiHeadAttention
+from solution_copies import edited_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,15 +75,7 @@ def runner():
 
 
 def _submission(tmp_path, edit=None):
-    submission = tmp_path / "submission"
-    shutil.copytree(ROOT / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
-    if edit:
-        path = submission / "pruning.py"
-        old, new = edit
-        source = path.read_text()
-        assert old in source
-        path.write_text(source.replace(old, new))
-    return submission
+    return edited_solutions(tmp_path, "pruning", *edit) if edit else edited_solutions(tmp_path)
 
 
 def test_solutions_get_full_marks_through_the_isolated_pipeline(tmp_path, runner):
