@@ -5,7 +5,7 @@ them ones that contain no reference solution (the learner's process never loads
 ``solutions``) and that do not depend on the learner's own chapter-4 layer (one mistake counts
 once). So this module holds its own contract-conforming layer, :class:`HarnessAttention`,
 built on ``torch.nn.functional.scaled_dot_product_attention``, and :class:`HarnessDigits`, the
-lab model of ``mha_exercises/digits.py`` rebuilt from plain configuration (same parameter
+lab model of ``lab/digits.py`` rebuilt from plain configuration (same parameter
 names, same forward; ``tests/test_grader_pruning.py`` checks both agree with the committed
 weights). Weights and data arrive as plain arrays in the case inputs.
 
@@ -64,7 +64,7 @@ def _harness_attention_class():
 
 
 def harness_digits(config):
-    """The lab model (``mha_exercises.digits.DigitsTransformer``) with :func:`HarnessAttention`."""
+    """The lab model (``lab.digits.DigitsTransformer``) with :func:`HarnessAttention`."""
     torch, nn = _nn()
     d, heads, d_ff = config["d_model"], config["num_heads"], config["d_ff"]
 

@@ -12,7 +12,7 @@ Targets (checked at the end):
 * decoding 256 tokens with a KV cache is faster than recomputing the full causal pass for
   every new token (and gives the same outputs).
 
-The measuring functions are in ``mha_exercises/measure.py`` (its docstring says how times and
+The measuring functions are in ``lab/measure.py`` (its docstring says how times and
 peak memory are measured); the chapter calls the same functions with smaller sizes
 (``book/07_beyond.ipynb``). This script runs them at full size against the reference
 solutions (``MHA_BACKEND=solutions`` unless set), single-threaded.
@@ -31,7 +31,7 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from mha_exercises.backend import load  # noqa: E402
-from mha_exercises.measure import attention_time, peak_memory, time_decoding, time_layers  # noqa: E402
+from lab.measure import attention_time, peak_memory, time_decoding, time_layers  # noqa: E402
 
 LAYER_RATIO_TARGET = 1.3  # course layer / torch.nn.MultiheadAttention, forward + backward
 MEMORY_FRACTION_TARGET = 1 / 8  # chunked peak / plain peak at L=8192

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from mha_exercises import digits  # noqa: E402
+from lab import digits  # noqa: E402
 from mha_exercises.backend import load  # noqa: E402
 
 TIME_BUDGET = 60.0  # seconds

@@ -16,10 +16,9 @@ efficient.py    ``chunked_attention``, ``repeat_kv``,
                 ``GroupedQueryAttention``, ``KVCache``              (ch. 7)
 ==============  =======================================================
 
-Support code you use but do not write: ``backend.py`` (your code or the solutions in a
-notebook), ``check.py`` (``check("exercise_id")``), ``plots.py`` (the chapters' figures),
-``heads_task.py`` (chapter 5's task), ``digits.py`` and ``weights/`` (chapter 6's lab),
-``measure.py`` (chapter 7's speed and memory measurements).
+Two modules here are the course's, not yours: ``backend.py`` (your code or the solutions
+in a notebook) and ``check.py`` (``check("exercise_id")``). The chapters' figures, tasks,
+lab model and measurements are in the ``lab`` package.
 
 Replace each ``raise NotImplementedError`` with your code, then check it with
 ``make grade`` (all exercises) or ``check("exercise_id")`` in a chapter notebook.

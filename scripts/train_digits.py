@@ -1,4 +1,4 @@
-"""Train the chapter-6 lab model and write its weights to mha_exercises/weights/digits.pt.
+"""Train the chapter-6 lab model and write its weights to lab/weights/digits.pt.
 
 Deterministic: a fixed seed, one thread, and every random draw (initialisation, shuffling,
 pixel shifts) from seeded generators, so that rerunning this script on the same
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mha_exercises import digits  # noqa: E402
+from lab import digits  # noqa: E402
 from solutions.layer import MultiHeadAttention  # noqa: E402  (trained with the reference layer)
 
 SEED = 0

@@ -14,7 +14,7 @@ import torch
 
 from autograder import drivers_pruning
 from autograder.exercises import EXERCISES
-from mha_exercises import digits
+from lab import digits
 from solutions.layer import MultiHeadAttention
 from solution_copies import edited_solutions
 

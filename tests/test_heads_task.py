@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha_exercises import heads_task as ht
+from lab import heads_task as ht
 from solutions.layer import MultiHeadAttention
 
 

@@ -25,7 +25,7 @@ def notebook(*cells) -> str:
 
 
 CHAPTER_1 = notebook(
-    "import math\nimport os\nimport numpy as np\nfrom mha_exercises import plots\n"
+    "import math\nimport os\nimport numpy as np\nfrom lab import plots\n"
     "from mha_exercises.backend import load\nfrom mha_exercises.check import check\n"
     "attention = load('attention')\nmasking = load('masking')\n",
     "%matplotlib inline\n" + SOFTMAX + "print(softmax(np.ones(3)))\n",

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from mha_exercises import plots  # noqa: E402
+from lab import plots  # noqa: E402
 from solutions.masking import causal_mask  # noqa: E402
 
 

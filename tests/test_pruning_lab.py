@@ -1,4 +1,4 @@
-"""Chapter 6 lab: the data and model of ``mha_exercises/digits.py``, its committed weights (and
+"""Chapter 6 lab: the data and model of ``lab/digits.py``, its committed weights (and
 that retraining reproduces them bitwise), and the reference ``head_importance`` and
 ``prune_heads`` (properties, equality with masking, parameter counts, repeated pruning)."""
 import copy
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha_exercises import digits
+from lab import digits
 from solutions.layer import MultiHeadAttention
 from solutions.pruning import head_importance, prune_heads
 
@@ -261,7 +261,7 @@ def test_pruning_without_biases_and_a_whole_model(model):
 def test_digits_read_directly_equal_sklearn_load_digits():
     from sklearn.datasets import load_digits
 
-    from mha_exercises import digits
+    from lab import digits
 
     images, target = digits._digits()
     reference = load_digits()

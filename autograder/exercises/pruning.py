@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mha_exercises import digits
+from lab import digits
 from solutions import pruning as reference
 
 from ..spec import Case, Exercise

@@ -7,7 +7,7 @@ the active backend (``MHA_BACKEND``, see ``backend.py``): your code, or the refe
 
 Times are medians of several repeats, single-threaded (the machine may be shared; medians keep
 one slow repeat from moving the result). Peak memory is measured in a fresh subprocess per
-variant (``python -m mha_exercises.measure --memory-child ...``): reset the kernel's peak-RSS
+variant (``python -m lab.measure --memory-child ...``): reset the kernel's peak-RSS
 mark (``/proc/self/clear_refs``), run the attention once, read the peak (``VmHWM``) and
 subtract the resident size just before the call. PyTorch's CPU allocator hands large blocks
 back to the system when they are freed (with glibc's mmap threshold fixed, see
@@ -135,7 +135,7 @@ def peak_memory(kind, length, chunk_size=256, head_dim=64):
     after they are freed, and the RSS overstates what is alive (by 40 MiB here). It slows
     the allocations, so times are measured separately (``attention_time``).
     """
-    args = [sys.executable, "-m", "mha_exercises.measure", "--memory-child", kind, str(length), str(chunk_size),
+    args = [sys.executable, "-m", "lab.measure", "--memory-child", kind, str(length), str(chunk_size),
             str(head_dim)]
     python_path = os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "MHA_BACKEND": backend(),
@@ -188,7 +188,7 @@ def time_decoding(num_tokens=256, embed_dim=256, num_heads=8, num_kv_heads=2, ba
 
 
 def _main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m mha_exercises.measure",
+    parser = argparse.ArgumentParser(prog="python -m lab.measure",
                                      description="The child process of peak_memory(): prints one JSON line.")
     parser.add_argument("--memory-child", nargs=4, required=True, metavar=("KIND", "LENGTH", "CHUNK_SIZE", "HEAD_DIM"),
                         help='KIND is "plain" or "chunked"')
