@@ -1,8 +1,28 @@
 """The trusted grader. It lives outside the learner-editable package ``mha_exercises``.
 
-Pipeline (one module each): load a submission (``submission.py``), run the learner's code
-in an isolated process (``sandbox.py`` + ``worker.py``, plain data over ``protocol.py``),
-compare with the reference and diagnose (``judge.py``, using the checks of
-``exercises/``), report (``report.py``). ``cli.py`` is ``mha-grade``.
+Each folder holds one trust level, and the pipeline reads top-down through them:
+
+* this folder (public): load a submission (``submission.py``, ``notebooks.py``), the
+  exercises' points (``spec.py``), reports (``report.py``), the learner's self-check on
+  stored public cases (``selfcheck.py``); ``cli.py`` is ``mha-grade`` (not shipped);
+* ``isolation/`` (public): the learner's code in a confined process (``sandbox.py`` on the
+  grader's side, ``worker.py`` on the learner's), plain data over ``protocol.py``, and the
+  ``drivers/`` that run one case;
+* ``grading/`` (secret): the runner, the judge (reference outputs and diagnoses), the
+  reference namespace and the checks of ``exercises/``;
+* ``classroom/`` (instructors): batch grading, the class summary, similarity.
 """
 __version__ = "0.1.0"
+
+# The release boundary, as a rule: everything but these ships to learners (the release
+# builder, its test and the learner-side import blocker all read this tuple).
+SECRET = ("solutions", "autograder.grading", "autograder.classroom", "autograder.cli")
+# Where the answers are: a process holding any of these must never become a learner's process.
+REFERENCES = ("solutions", "autograder.grading")
+# All of ours that the learner's process itself may import (the rest is refused there).
+LEARNER_SIDE = ("autograder.isolation", "autograder.spec")
+
+
+def within(name: str, prefixes) -> bool:
+    """Whether the dotted module ``name`` is one of ``prefixes`` or inside one."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)

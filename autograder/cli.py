@@ -2,7 +2,7 @@
 
     mha-grade [SUBMISSION] [--exercise ID ...] [--json PATH] [--gradescope PATH]
               [--seed N] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
-    mha-grade batch DIR ...          (many submissions: autograder/batch.py)
+    mha-grade batch DIR ...          (many submissions: autograder/classroom/batch.py)
 
 The learner-side process (the zygote) is started before the grader imports its checks and
 the reference solutions: torch is imported once, here, and the zygote forked from this
@@ -13,7 +13,6 @@ the grader itself failed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 
 
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except submission_mod.SubmissionError as err:
         print(f"mha-grade: {err}", file=sys.stderr)
         return 2
-    from . import sandbox
+    from .isolation import sandbox
 
     try:
         zygote = sandbox.Zygote(user=args.run_as)  # first: before any reference code is imported
@@ -68,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         from . import report as report_mod
-        from . import runner
+        from .grading import runner
 
         report = runner.grade_submission(submission, exercises=args.exercise, seed=args.seed,
                                          time_limit=args.time_limit, budget=args.budget, zygote=zygote)
@@ -95,10 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _batch(argv: list[str]) -> int:
-    if importlib.util.find_spec("autograder.batch") is None:
-        print("mha-grade: batch grading is not installed (autograder/batch.py)", file=sys.stderr)
-        return 2
-    from . import batch
+    from .classroom import batch
 
     return batch.main(argv)
 

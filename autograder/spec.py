@@ -2,7 +2,7 @@
 
 An :class:`Exercise` is identified by the same id as its stub, its chapter section and its
 solution (``COURSE.md``). Its ``cases(rng)`` returns seeded :class:`Case` objects. A case
-names a *driver* (a function of ``autograder/drivers.py``) and its inputs. The pipeline runs
+names a *driver* (a function of ``autograder/isolation/drivers/``) and its inputs. The pipeline runs
 the driver twice on the same inputs:
 
 * in the learner's isolated process, against the learner's modules, and

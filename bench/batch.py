@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
         cpu0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        from autograder import batch  # the grader's imports are part of the cost
+        from autograder.classroom import batch  # the grader's imports are part of the cost
 
         grade = batch.pipeline_grader()
         imported = time.perf_counter() - start

@@ -29,12 +29,12 @@ def check(exercise, *, time_limit: float | None = None) -> None:
         return
     grader = "autograder"
     if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("solutions") is None:
-        # A learner release: no solutions, but the public practice cases (autograder/public.py).
-        if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("autograder.public") is None:
+        # A learner release: no solutions, but the public practice cases (autograder/selfcheck.py).
+        if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("autograder.selfcheck") is None:
             print(f"check({name!r}): the grader is not available in this installation; run your own "
                   "tests, or ask your instructor for a graded run.")
             return
-        grader, time_limit = "autograder.public", None
+        grader, time_limit = "autograder.selfcheck", None
     package = importlib.util.find_spec(BACKENDS[backend()])
     # The folder the notebook's `load(...)` imports from (first on the package's path).
     directory = Path(next(iter(package.submodule_search_locations)))

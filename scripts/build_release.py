@@ -1,7 +1,7 @@
 """Build the learner release: ``make release`` -> ``dist/release/`` and ``dist/release.zip``.
 
 What learners get in a graded course: the book source, the exercise stubs and their support
-code, and a self-check (``python -m autograder.public``, and ``check(...)`` in the notebooks)
+code, and a self-check (``python -m autograder.selfcheck``, and ``check(...)`` in the notebooks)
 that runs on *public* cases stored as inputs and expected outputs. Those are computed here,
 from the reference solutions, which stay behind: the release holds no ``solutions/``, no
 judge, no checks with their known-bug implementations, no tests and no Gradescope bundle.
@@ -20,11 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# The grader's pieces a self-check needs: the isolated runner (sandbox, worker, protocol,
-# drivers), reading submissions, reports, the spec and the public checker. Not the judge,
-# the checks (exercises/), the reference namespace, the batch tools or the CLI.
-AUTOGRADER_FILES = ("__init__.py", "spec.py", "drivers.py", "protocol.py", "sandbox.py", "worker.py",
-                    "submission.py", "notebooks.py", "report.py", "public.py")
 TOP_FILES = ("_config.yml", "_toc.yml", "requirements.txt", "pyproject.toml")
 DIRECTORIES = ("book", "mha_exercises", "lab")
 SKIP = {"__pycache__", ".ipynb_checkpoints", "_build", ".pytest_cache"}
@@ -34,13 +29,14 @@ def public_cases(directory: Path) -> dict[str, int]:
     """Each exercise's public cases with the reference's and the known bugs' outputs."""
     import numpy as np
 
-    from autograder import judge, public, reference
-    from autograder.exercises import EXERCISES
-    from autograder.runner import case_rng
+    from autograder import selfcheck
+    from autograder.grading import judge, reference
+    from autograder.grading.exercises import EXERCISES
+    from autograder.grading.runner import case_rng
 
     counts = {}
     for exercise in EXERCISES.values():
-        cases = exercise.cases(case_rng(public.PUBLIC_SEED, exercise.id))
+        cases = exercise.cases(case_rng(selfcheck.PUBLIC_SEED, exercise.id))
         expected, bugs = [], []
         for case in cases:
             out = judge.run_driver(case, reference.namespace())
@@ -54,7 +50,7 @@ def public_cases(directory: Path) -> dict[str, int]:
                         shown[diagnosis] = got  # this bug shows on this case: its output names it
                         break
             bugs.append(shown)
-        public.store(exercise, cases, expected, bugs, directory)
+        selfcheck.store(exercise, cases, expected, bugs, directory)
         counts[exercise.id] = len(cases)
     return counts
 
@@ -63,9 +59,22 @@ def _copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".pyc")])
 
 
+def shipped_grader_files() -> list[Path]:
+    """The grader's files a learner gets: all but ``autograder.SECRET`` (the rule, not a list)."""
+    from autograder import SECRET, within
+
+    shipped = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if "__pycache__" not in parts and not within(module, SECRET):
+            shipped.append(path)
+    return shipped
+
+
 def _pyproject(text: str) -> str:
     # The release has no full grader: its console script is the public self-check.
-    text = text.replace('mha-grade = "autograder.cli:main"', 'mha-check = "autograder.public:main"')
+    text = text.replace('mha-grade = "autograder.cli:main"', 'mha-check = "autograder.selfcheck:main"')
     packages = 'include = ["mha_exercises*", "autograder*", "lab*"]'
     return re.sub(r'include = \[[^\]]*\]', packages, text, count=1)
 
@@ -82,8 +91,8 @@ python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -r requirements.txt
 Check your work on the public practice cases, all exercises or one:
 
 ```bash
-.venv/bin/python -m autograder.public mha_exercises
-.venv/bin/python -m autograder.public mha_exercises --exercise softmax
+.venv/bin/python -m autograder.selfcheck mha_exercises
+.venv/bin/python -m autograder.selfcheck mha_exercises --exercise softmax
 ```
 
 or `check("softmax")` in a chapter notebook. Your code runs in a separate, confined process;
@@ -105,9 +114,10 @@ def build(out: Path) -> dict[str, int]:
             shutil.copy2(ROOT / name, out / name)
     (out / "pyproject.toml").write_text(_pyproject((ROOT / "pyproject.toml").read_text()))
     (out / "README.md").write_text(README)
-    (out / "autograder").mkdir()
-    for name in AUTOGRADER_FILES:
-        shutil.copy2(ROOT / "autograder" / name, out / "autograder" / name)
+    for path in shipped_grader_files():
+        target = out / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
     counts = public_cases(out / "autograder" / "public_cases")
     shutil.make_archive(str(out), "zip", out.parent, out.name)
     return counts

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, similarity, summary
+from autograder.classroom import batch, similarity, summary
 from autograder.spec import POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +169,7 @@ def test_similarity_sees_through_renaming_and_formatting():
 
 def test_batch_with_the_real_pipeline(tmp_path):
     """Three learners through the isolated pipeline, one exercise: correct, stubs, os._exit at import."""
-    pytest.importorskip("autograder.runner")
+    pytest.importorskip("autograder.grading.runner")
     root = tmp_path / "class"
     shutil.copytree(ROOT / "solutions", root / "ada")
     shutil.copytree(ROOT / "mha_exercises", root / "bob")

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import protocol, runner, sandbox
-from autograder.exercises import EXERCISES
+from autograder.grading import runner
+from autograder.isolation import protocol, sandbox
+from autograder.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = Path(__file__).resolve().parent / "adversarial"

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import judge, reference
-from autograder.exercises import EXERCISES
+from autograder.grading import judge, reference
+from autograder.grading.exercises import EXERCISES
 from autograder.spec import Case, CaseError, Exercise
 from solution_copies import edited_solutions
 
@@ -198,7 +198,7 @@ def test_weights_of_custom_cases_share_the_points():
 # --- end to end, through the isolation pipeline ------------------------------------------------
 
 def test_a_submission_without_the_scale_gets_the_diagnosis_in_the_report(tmp_path):
-    runner = pytest.importorskip("autograder.runner")
+    runner = pytest.importorskip("autograder.grading.runner")
     submission = edited_solutions(tmp_path, "attention", "/ math.sqrt(q.shape[-1])", "")
     report = runner.grade_submission(submission, exercises=["scaled_dot_product_attention", "softmax"])
     results = {r.id: r for r in report.exercises}
@@ -251,7 +251,7 @@ def test_from_torch_reference_matches_torch_itself():
     """The from_torch cases compare with the reference; the reference must equal torch's module."""
     import torch
 
-    from autograder import drivers
+    from autograder.isolation import drivers
 
     for case in EXERCISES["MultiHeadAttention"].cases(np.random.default_rng(0)):
         if case.driver != "mha_from_torch":

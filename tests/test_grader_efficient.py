@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import judge, reference
-from autograder.exercises import EXERCISES
-from autograder.exercises import efficient as checks
+from autograder.grading import judge, reference
+from autograder.grading.exercises import EXERCISES
+from autograder.grading.exercises import efficient as checks
 from solution_copies import edited_solutions
 
 CHAPTER_7 = ("chunked_attention", "repeat_kv", "GroupedQueryAttention", "KVCache")
@@ -87,13 +87,13 @@ def _submission(tmp_path, edit=None):
 
 
 def test_pipeline_gives_the_reference_efficient_full_marks(tmp_path):
-    runner = pytest.importorskip("autograder.runner")
+    runner = pytest.importorskip("autograder.grading.runner")
     report = runner.grade_submission(_submission(tmp_path), exercises=list(CHAPTER_7))
     assert {r.id: r.status for r in report.exercises} == dict.fromkeys(CHAPTER_7, "passed")
 
 
 def test_pipeline_diagnoses_tiled_kv_heads(tmp_path):
-    runner = pytest.importorskip("autograder.runner")
+    runner = pytest.importorskip("autograder.grading.runner")
     tiled = ("x = x[:, :, None].expand(batch, kv_heads, n_rep, length, d)",
              "x = x[:, None].expand(batch, n_rep, kv_heads, length, d)")
     report = runner.grade_submission(_submission(tmp_path, tiled), exercises=["repeat_kv", "KVCache"])

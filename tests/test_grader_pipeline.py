@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import report, runner, sandbox
-from autograder.exercises import EXERCISES
+from autograder import report
+from autograder.grading import runner
+from autograder.isolation import sandbox
+from autograder.grading.exercises import EXERCISES
 from autograder.spec import MODULE_OF, STATUSES
 
 ROOT = Path(__file__).resolve().parent.parent

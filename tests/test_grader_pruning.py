@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import drivers_pruning
-from autograder.exercises import EXERCISES
+from autograder.isolation.drivers import pruning as drivers_pruning
+from autograder.grading.exercises import EXERCISES
 from lab import digits
 from solutions.layer import MultiHeadAttention
 from solution_copies import edited_solutions
@@ -50,9 +50,9 @@ def test_harness_attention_follows_the_contract():
 def test_the_learner_side_never_imports_reference_or_lab_code():
     """The drivers module, as the learner's process loads it, pulls in no solutions and no
     mha_exercises (the harness is self-contained; weights and data come as plain arrays)."""
-    code = ("import sys, autograder.drivers as d; d.importance_run, d.prune_run; "
+    code = ("import sys, autograder.isolation.drivers as d; d.importance_run, d.prune_run; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('solutions', 'mha_exercises') "
-            "or m in ('autograder.judge', 'autograder.exercises', 'autograder.reference')]; print(bad)")
+            "or m.startswith('autograder.grading')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -71,7 +71,7 @@ def test_each_importance_case_is_cheap_and_plain():
 
 @pytest.fixture(scope="module")
 def runner():
-    return pytest.importorskip("autograder.runner")
+    return pytest.importorskip("autograder.grading.runner")
 
 
 def _submission(tmp_path, edit=None):

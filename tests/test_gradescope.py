@@ -74,7 +74,7 @@ def test_bundle_follows_gradescope_layout(bundle):
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
         requirements = z.read("requirements-grader.txt").decode().splitlines()
         assert z.read("seed").decode().strip() == "4242"
-    assert {"setup.sh", "run_autograder", "autograder/cli.py", "autograder/worker.py",
+    assert {"setup.sh", "run_autograder", "autograder/cli.py", "autograder/isolation/worker.py",
             "solutions/attention.py", "mha_exercises/attention.py"} <= names
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     assert not any("__pycache__" in n for n in names)

@@ -88,7 +88,7 @@ def test_submission_reader_takes_notebooks_from_directories_and_zips(tmp_path):
 
 def test_notebook_submission_is_graded_like_modules(tmp_path):
     """The real pipeline: chapter 1 graded from its notebook, a broken chapter 2 reported."""
-    from autograder.runner import grade_submission
+    from autograder.grading.runner import grade_submission
 
     (tmp_path / "01_attention.ipynb").write_text(CHAPTER_1)
     (tmp_path / "02_masking.ipynb").write_text('{"cells": [')

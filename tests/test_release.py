@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_release  # noqa: E402
 
-# What the self-check must run without: in its process these cannot be imported at all.
-HIDDEN = ("solutions", "autograder.judge", "autograder.exercises", "autograder.reference", "autograder.runner")
+from autograder import SECRET  # noqa: E402  what the self-check must run without (unimportable there)
+
+HIDDEN = SECRET
 WRONG_SOFTMAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)  # no max subtraction\n    return e / e.sum(axis=axis, keepdims=True)\n"
 
 
@@ -52,16 +53,15 @@ def _release_code(release: Path):
 def test_release_holds_no_solution_judge_or_bug_code(release):
     names = {p.relative_to(release).as_posix() for p in release.rglob("*")}
     assert not any(n == "solutions" or n.startswith("solutions/") for n in names)
-    assert not any(n.startswith(("autograder/exercises", "tests/", "gradescope/")) for n in names)
-    for hidden in ("judge.py", "reference.py", "runner.py", "batch.py", "cli.py"):
-        assert f"autograder/{hidden}" not in names
-    assert {"book/01_attention.ipynb", "mha_exercises/attention.py", "autograder/public.py",
+    assert not any(n.startswith(("autograder/grading", "autograder/classroom", "tests/", "gradescope/"))
+                   for n in names)
+    assert "autograder/cli.py" not in names
+    assert {"book/01_attention.ipynb", "mha_exercises/attention.py", "autograder/selfcheck.py",
             "autograder/public_cases/softmax.npz", "README.md"} <= names
     assert release.with_suffix(".zip").exists()
 
     secret = {}  # every function body of the solutions, the checks (known bugs) and the judge
-    for f in [*(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "exercises").glob("*.py"),
-              ROOT / "autograder" / "judge.py", ROOT / "autograder" / "reference.py"]:
+    for f in [*(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "grading").rglob("*.py")]:
         secret.update({body: f"{f.relative_to(ROOT)}:{name}" for body, name in _bodies(f.read_text()).items()})
     assert len(secret) > 30
     leaks = [f"{f.relative_to(release)}:{name} == {secret[body]}"
@@ -70,11 +70,11 @@ def test_release_holds_no_solution_judge_or_bug_code(release):
 
 
 def _self_check(release: Path, submission: Path, *exercises: str) -> dict:
-    """``python -m autograder.public`` from the release, with the solutions and judge unimportable."""
+    """``python -m autograder.selfcheck`` from the release, with the solutions and judge unimportable."""
     out = submission.parent / f"{submission.name}.json"
     argv = [str(submission), "--json", str(out), "--quiet", *(x for e in exercises for x in ("--exercise", e))]
     code = (f"import runpy, sys\nfor name in {HIDDEN!r}:\n    sys.modules[name] = None\n"
-            f"sys.argv = ['autograder.public', *{argv!r}]\nrunpy.run_module('autograder.public', run_name='__main__')\n")
+            f"sys.argv = ['autograder.selfcheck', *{argv!r}]\nrunpy.run_module('autograder.selfcheck', run_name='__main__')\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_BACKEND")}
     proc = subprocess.run([sys.executable, "-c", code], cwd=release, env=dict(env, OMP_NUM_THREADS="1"),
                           capture_output=True, text=True, timeout=300)

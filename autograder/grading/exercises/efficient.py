@@ -9,7 +9,7 @@ import torch
 
 from solutions import efficient as ref
 
-from ..spec import Case, Exercise
+from ...spec import Case, Exercise
 from .cases import TOLERANCE, call_case, randn
 
 # --- chunked_attention -------------------------------------------------------------------------

@@ -20,7 +20,7 @@ An exercise's checks live in the module of its chapter (``attention.py`` holds c
    (``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``; see
    ``judge.PROPERTIES``). Inputs are plain data only (arrays, numbers, lists, dicts).
 2. **A driver**, only if ``call`` cannot express the check (a torch module to build, a
-   backward pass): add ``def my_driver(ns, **inputs) -> dict`` to ``autograder/drivers.py``.
+   backward pass): add ``def my_driver(ns, **inputs) -> dict`` to the chapter's module of ``autograder/isolation/drivers/`` (and its ``__init__``).
    It gets the code under test from ``ns.module("layer")``, works on copies of its inputs, and
    returns plain data (``drivers.describe_result`` turns a result into it); it runs in the
    learner's process, so it must not import ``solutions``, the judge or these checks. The
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..spec import POINTS, Exercise
+from ...spec import POINTS, Exercise
 
 # One import per chapter module; every imported module with an EXERCISES tuple is collected.
 from . import attention  # noqa: F401,E402  chapter 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec import Case
+from ...spec import Case
 
 # How close the learner's floats must be to the reference's, per dtype, as |got - expected|
 # <= atol + rtol * |expected| elementwise (numpy.isclose).

@@ -5,7 +5,7 @@ import numpy as np
 
 from solutions.masking import causal_mask as reference_causal_mask
 
-from ..spec import Exercise
+from ...spec import Exercise
 from .cases import call_case, randn
 
 # --- padding_mask ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 
 from solutions.masking import masked_softmax
 
-from ..spec import Exercise
+from ...spec import Exercise
 from .cases import call_case, randn
 
 PROBABILITIES = ("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged")

@@ -3,7 +3,7 @@
 DIR holds one submission per learner, a sub-directory or a ``.zip`` named by the learner's id.
 OUT receives ``grades.csv`` (a row per learner, a column per exercise, the total),
 ``reports/<learner>.json`` (the full report), ``summary.md`` and ``summary.png`` (the class
-summary, :mod:`autograder.summary`), ``hashes.json`` (what each grade was computed from) and,
+summary, :mod:`autograder.classroom.summary`), ``hashes.json`` (what each grade was computed from) and,
 with ``--similarity``, ``similarity.csv``.
 
 Speed and safety come from the same design. The parent imports the grader (torch, the
@@ -35,8 +35,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
 
-from . import __version__
-from .spec import POINTS
+from .. import __version__
+from ..spec import POINTS
 
 DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
@@ -140,7 +140,8 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None) ->
     is safe because the zygote never runs learner code itself, kills every leftover process
     after each exercise, and no child outlives its submission.
     """
-    from . import exercises, judge, runner, sandbox  # noqa: F401  (imported before the fork)
+    from ..grading import exercises, judge, runner  # noqa: F401
+    from ..isolation import sandbox  # noqa: F401  (imported before the fork)
 
     state: dict = {}
 

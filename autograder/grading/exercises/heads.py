@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec import Exercise
+from ...spec import Exercise
 from .cases import call_case, randn
 
 # --- split_heads -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .spec import POINTS
+from ..spec import POINTS
 
 TOP_MISTAKES = 3
 BINS = 10  # histogram bars, each a tenth of the maximum total

@@ -2,7 +2,7 @@
 
 :class:`Zygote` starts the learner-side process. From the CLI, before any reference code is
 imported, it imports torch in this process and forks the zygote from it (one torch import
-serves both sides); otherwise it starts ``python -m autograder.worker``, a fresh interpreter
+serves both sides); otherwise it starts ``python -m autograder.isolation.worker``, a fresh interpreter
 holding nothing of the grader's. :meth:`Zygote.launch` gets a forked child, talking to the
 grader over a private socket; :meth:`Child.start` sends it one exercise's job and
 :meth:`Child.collect` answers its calls to proxied exercises and gathers one output per case
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Callable
 
 from . import protocol
-from .spec import CaseError
+from ..spec import CaseError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
@@ -57,7 +57,7 @@ def learner_ids(user: str | None) -> tuple[int, int] | None:
 
 
 class Zygote:
-    def __init__(self, drivers: str = "autograder.drivers", user: str | None = None, fork: bool = True):
+    def __init__(self, drivers: str = "autograder.isolation.drivers", user: str | None = None, fork: bool = True):
         """``fork``: when this process holds no reference code yet (the CLI, before it imports
         the judge), import torch here once and fork the zygote from it: one torch import in
         all instead of two, which is what a loaded machine notices. Otherwise (the judge or
@@ -81,7 +81,7 @@ class Zygote:
             if self.run_as:
                 env["MHA_GRADE_RUN_AS"] = "%d:%d" % self.run_as
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.worker", str(theirs.fileno()), self.drivers],
+                [sys.executable, "-m", "autograder.isolation.worker", str(theirs.fileno()), self.drivers],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
             )
@@ -163,9 +163,9 @@ class Zygote:
 
 def _references_loaded() -> bool:
     """Whether reference code (which a forked zygote would carry in memory) is imported here."""
-    from .worker import REFERENCES
+    from autograder import REFERENCES, within
 
-    return any(name == r or name.startswith(r + ".") for name in sys.modules for r in REFERENCES)
+    return any(within(name, REFERENCES) for name in sys.modules)
 
 
 def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_as) -> "_Forked":

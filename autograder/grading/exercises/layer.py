@@ -14,7 +14,7 @@ from solutions.heads import merge_heads, split_heads
 from solutions.layer import MultiHeadAttention as ReferenceLayer
 from solutions.layer import parameter_count as reference_parameter_count
 
-from ..spec import Case, Exercise
+from ...spec import Case, Exercise
 from .cases import GRAD_TOLERANCE, TOLERANCE, call_case, randn
 
 # --- multi_head_attention (NumPy) --------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The learner's side: a zygote process that forks confined children to run exercises.
 
-``python -m autograder.worker CONTROL_FD DRIVERS`` starts the zygote. It imports NumPy,
+``python -m autograder.isolation.worker CONTROL_FD DRIVERS`` starts the zygote. It imports NumPy,
 torch and the drivers once (the slow part, done while the grader imports its own modules in
 parallel) and then waits. The grader sends it a socket (SCM_RIGHTS); the zygote forks a
 child that owns that socket, and the grader talks to the child directly, one exercise at a
@@ -38,10 +38,8 @@ import tempfile
 import traceback
 import types
 
-# Modules a learner's process must never import: the references and the scoring.
-REFERENCES = ("solutions", "autograder.judge", "autograder.exercises", "autograder.reference")
-BLOCKED = REFERENCES + ("autograder.runner", "autograder.report", "autograder.cli", "autograder.sandbox",
-                        "autograder.batch", "autograder.similarity", "autograder.summary")
+from autograder import LEARNER_SIDE, within
+
 PACKAGE = "mha_exercises"
 _isinstance, _type, _str, _list, _len = isinstance, type, str, list, len  # learner code may patch builtins
 
@@ -49,13 +47,13 @@ _isinstance, _type, _str, _list, _len = isinstance, type, str, list, len  # lear
 # ------------------------------------------------------------------------------ the zygote
 
 def main(argv=None) -> None:
-    """``python -m autograder.worker CONTROL_FD [DRIVERS]``: a zygote in a fresh interpreter."""
+    """``python -m autograder.isolation.worker CONTROL_FD [DRIVERS]``: a zygote in a fresh interpreter."""
     argv = sys.argv[1:] if argv is None else argv
     control = socket.socket(fileno=int(argv[0]))
-    serve(control, preload(argv[1] if len(argv) > 1 else "autograder.drivers"))
+    serve(control, preload(argv[1] if len(argv) > 1 else "autograder.isolation.drivers"))
 
 
-def preload(drivers_name: str = "autograder.drivers"):
+def preload(drivers_name: str = "autograder.isolation.drivers"):
     """What every child needs, imported once: NumPy, torch (one thread), the drivers.
 
     Returns the drivers module, or the exception that stopped its import (every case then
@@ -68,7 +66,7 @@ def preload(drivers_name: str = "autograder.drivers"):
     import torch
 
     torch.set_num_threads(1)
-    from autograder import protocol
+    from autograder.isolation import protocol
 
     protocol.capture_torch()
     try:
@@ -180,7 +178,7 @@ def _children() -> list[int]:
 def _child(sock: socket.socket, drivers, namespaces: list) -> None:
     """Run exercises, one job at a time, until the grader closes the socket or the learner's
     code has left the process changed; never returns (os._exit), whatever that code does."""
-    from autograder import protocol
+    from autograder.isolation import protocol
 
     code = 0
     try:
@@ -213,7 +211,7 @@ def _confine(job: dict) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     # The import path: no repository root, no current directory, and a blocker in front of
     # every finder (the editable install's finder would otherwise find `solutions`).
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != root]
     for name in list(sys.modules):
         if _blocked(name) or name == PACKAGE or name.startswith(PACKAGE + "."):
@@ -273,7 +271,11 @@ def _address_space() -> int:
 
 
 def _blocked(name: str) -> bool:
-    return any(name == b or name.startswith(b + ".") for b in BLOCKED)
+    """Modules a learner's process must never import: the references, and all of the grader's
+    but the learner-side harness (``autograder.LEARNER_SIDE``)."""
+    if within(name, ("solutions",)):
+        return True
+    return name.startswith("autograder.") and not within(name, LEARNER_SIDE)
 
 
 class _Blocker:
@@ -310,7 +312,8 @@ class _Pristine:
     MODULES = ("builtins", "sys", "os", "gc", "signal", "resource", "math", "copy", "types", "importlib",
                "numpy", "numpy.linalg", "numpy.random", "numpy.testing", "torch", "torch.nn",
                "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.autograd", "torch.overrides",
-               "autograder.drivers", "autograder.protocol", "autograder.spec", __name__)
+               "autograder.isolation.drivers", "autograder.isolation.drivers.core", "autograder.isolation.drivers.layer",
+               "autograder.isolation.drivers.pruning", "autograder.isolation.protocol", "autograder.spec", __name__)
     PACKAGES = ("numpy", "torch", "autograder", "__main__")
 
     def __init__(self, namespaces: list):

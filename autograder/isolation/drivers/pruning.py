@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import describe_result, plain
+from .layer import _param_shapes
 
 
 def _nn():
@@ -117,7 +119,6 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
     ``state`` is the model's ``state_dict`` as arrays; ``(x, y)`` are cut into consecutive
     batches of ``batch_size`` (the last one smaller, so that weighting by batch size shows).
     """
-    from .drivers import describe_result  # here, not at the top: drivers.py imports this module
 
     torch, _ = _nn()
     model = _load(harness_digits(config), state).train(train_mode)
@@ -146,7 +147,6 @@ def prune_run(ns, config, state, query, key, value, steps, sizes=None):
     step the pruned layer's output on ``(query, key, value)``, which the reference makes equal
     to the unpruned layer's output with those heads masked.
     """
-    from .drivers import plain  # here, not at the top: drivers.py imports this module
 
     torch, _ = _nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
@@ -164,7 +164,6 @@ def prune_run(ns, config, state, query, key, value, steps, sizes=None):
         except Exception as err:  # a broken layer: its shapes below say why
             outs[label] = f"raised {type(err).__name__}"
             break
-    from .drivers import _param_shapes  # here: drivers imports this module at its end
 
     data["param_shapes"] = _param_shapes(layer)
     data["num_heads"] = plain(getattr(layer, "num_heads", None))[0]

@@ -37,10 +37,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from . import __version__, protocol, sandbox
-from .report import Report
-from .spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
-from .submission import Submission, load
+from .. import __version__
+from ..isolation import protocol, sandbox
+from ..report import Report
+from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
+from ..submission import Submission, load
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
 PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy

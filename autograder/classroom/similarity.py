@@ -20,7 +20,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import MODULE_OF, POINTS
+from ..spec import MODULE_OF, POINTS
 
 THRESHOLD = 0.9
 MIN_TOKENS = 40
@@ -126,7 +126,7 @@ def compare(sources: dict[str, dict[str, str]], threshold: float = THRESHOLD) ->
 
 def similar_pairs(submissions: dict[str, Path], threshold: float = THRESHOLD) -> list[Pair]:
     """:func:`compare` on submission paths (directories, zips, notebooks), read as the grader reads them."""
-    from .submission import SubmissionError, load
+    from ..submission import SubmissionError, load
 
     sources = {}
     for learner, path in submissions.items():

@@ -7,7 +7,7 @@ drawn with the *public* seed, the reference's output on each, and the output of 
 bug (so a mistake can still be named, without the bug's code). Final grading draws hidden
 cases with another seed, so these cases are practice, not the exam.
 
-``python -m autograder.public [SUBMISSION] [--exercise ID]`` (and ``check("softmax")`` in a
+``python -m autograder.selfcheck [SUBMISSION] [--exercise ID]`` (and ``check("softmax")`` in a
 notebook of the release) runs the learner's code exactly as the real grader does, in a
 confined child of the zygote (``sandbox.py``, ``worker.py``), and compares the plain data
 that comes back with the stored outputs here, in the checking process. Calls between
@@ -229,7 +229,7 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 
 def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> list:
     """The learner's outputs on the stored cases, from a confined child (as the grader does)."""
-    from . import sandbox
+    from .isolation import sandbox
 
     cases = data["cases"]
     child = zygote.launch()
@@ -256,7 +256,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR):
     """A report (``report.Report``) of ``path`` on the public cases."""
     import os
 
-    from . import sandbox
+    from .isolation import sandbox
     from .report import Report
     from .submission import load as load_submission
 
@@ -286,7 +286,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.public", description=(
+    parser = argparse.ArgumentParser(prog="python -m autograder.selfcheck", description=(
         "Check your exercises on the public practice cases (your grade uses hidden cases)."))
     parser.add_argument("submission", nargs="?", default="mha_exercises")
     parser.add_argument("--exercise", "-e", action="append", metavar="ID")

@@ -1,6 +1,6 @@
 """Checks of chapter 6 (``pruning.py``): ``head_importance`` and ``prune_heads``.
 
-Both run on harness code (``autograder/drivers_pruning.py``): the lab model rebuilt with a
+Both run on harness code (``autograder/isolation/drivers/pruning.py``): the lab model rebuilt with a
 fused-kernel attention layer, so that neither the reference nor the learner's chapter-4 layer
 is involved. ``head_importance`` is compared with the reference on the lab's committed
 weights and on a small random model of another shape; ``prune_heads`` by the pruned layer's
@@ -14,7 +14,7 @@ import torch
 from lab import digits
 from solutions import pruning as reference
 
-from ..spec import Case, Exercise
+from ...spec import Case, Exercise
 
 # head_importance runs in float32 through a 4-layer network, one gradient per batch. Correct
 # alternatives (the loss as a sum instead of a batch mean, loss.backward() instead of
@@ -38,7 +38,7 @@ def _lab_state():
 
 def _random_state(rng, config):
     """Weights for a lab-shaped model of another size: N(0, 1/fan_in), LayerNorms near 1."""
-    from ..drivers_pruning import harness_digits
+    from ...isolation.drivers.pruning import harness_digits
 
     shapes = {k: tuple(v.shape) for k, v in harness_digits(config).state_dict().items()}
     state = {}

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import drivers, reference
-from .spec import Case, CaseError, CaseResult, Exercise, ExerciseResult
+from ..isolation import drivers
+from . import reference
+from ..spec import Case, CaseError, CaseResult, Exercise, ExerciseResult
 
 # What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
 # exception: "ValueError: message (attention.py, line 12)").

@@ -5,7 +5,7 @@ import numpy as np
 
 from solutions.masking import masked_softmax
 
-from ..spec import Exercise
+from ...spec import Exercise
 from .cases import call_case, randn
 
 # A common guard, log(w + eps) with eps <= 1e-10, moves a float64 entropy by up to Lk * eps:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .spec import MODULE_OF
+from ..spec import MODULE_OF
 
 
 class _Module:
