@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.isolation.drivers import pruning as drivers_pruning
+from autograder.isolation.drivers import harness, pruning
 from autograder.grading.exercises import EXERCISES
 from lab import digits
 from solutions.layer import MultiHeadAttention
@@ -23,27 +23,27 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_harness_model_equals_the_lab_model_on_the_committed_weights():
     state = torch.load(digits.WEIGHTS, weights_only=True)
-    harness = drivers_pruning.harness_digits(digits.CONFIG)
-    harness.load_state_dict(state)  # strict: the same parameter names and shapes
+    model = harness.harness_digits(digits.CONFIG)
+    model.load_state_dict(state)  # strict: the same parameter names and shapes
     lab = digits.load_model(MultiHeadAttention)
     x = digits.load_split("val")[0][:64]
     mask = digits.mask_without([(0, 1), (3, 2)], lab.num_layers, lab.num_heads)
     with torch.no_grad():
         for head_mask in (None, mask):
             # The fused kernel and the explicit softmax round differently: float32 noise only.
-            torch.testing.assert_close(harness.eval()(x, head_mask), lab(x, head_mask), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(model.eval()(x, head_mask), lab(x, head_mask), rtol=1e-5, atol=1e-5)
 
 
 def test_harness_attention_follows_the_contract():
     torch.manual_seed(0)
     reference = MultiHeadAttention(24, 6, kdim=10, vdim=14).double()
-    harness = drivers_pruning.HarnessAttention(24, 6, kdim=10, vdim=14).double()
-    harness.load_state_dict(reference.state_dict())
-    assert (harness.num_heads, harness.head_dim) == (6, 4)
+    layer = harness.HarnessAttention(24, 6, kdim=10, vdim=14).double()
+    layer.load_state_dict(reference.state_dict())
+    assert (layer.num_heads, layer.head_dim) == (6, 4)
     q, k, v = torch.randn(2, 3, 24).double(), torch.randn(2, 5, 10).double(), torch.randn(2, 5, 14).double()
     head_mask = torch.tensor([1, 0, 1, 1, 0, 1]).double()
     with torch.no_grad():
-        torch.testing.assert_close(harness(q, k, v, head_mask=head_mask)[0],
+        torch.testing.assert_close(layer(q, k, v, head_mask=head_mask)[0],
                                    reference(q, k, v, head_mask=head_mask)[0], rtol=1e-12, atol=1e-12)
 
 
@@ -119,7 +119,7 @@ def test_importance_is_graded_on_a_copy_the_learner_cannot_keep():
             return type("M", (), {"head_importance": staticmethod(mutating)})
 
     case = EXERCISES["head_importance"].cases(np.random.default_rng(0))[0]
-    first = drivers_pruning.importance_run(Ns(), **copy.deepcopy(case.inputs))
-    drivers_pruning.importance_run(Ns(), **case.inputs)
+    first = pruning.importance_run(Ns(), **copy.deepcopy(case.inputs))
+    pruning.importance_run(Ns(), **case.inputs)
     assert calls[0] == calls[1]
     assert first["model parameters unchanged"] is False

@@ -38,7 +38,7 @@ def _lab_state():
 
 def _random_state(rng, config):
     """Weights for a lab-shaped model of another size: N(0, 1/fan_in), LayerNorms near 1."""
-    from ...isolation.drivers.pruning import harness_digits
+    from ...isolation.drivers.harness import harness_digits
 
     shapes = {k: tuple(v.shape) for k, v in harness_digits(config).state_dict().items()}
     state = {}
