@@ -1,14 +1,30 @@
 """Which implementation a chapter notebook runs: yours, or the reference solutions.
 
 Every chapter notebook starts with ``attention = load("attention")`` instead of a plain
-import. For a learner this is exactly ``import mha_exercises.attention``: the notebook
-runs *your* code. The book build and the notebook tests set ``MHA_BACKEND=solutions``
-so that the published pages show every cell executed against the reference solutions.
+import. For a learner this is ``import mha_exercises.attention``: the notebook runs *your*
+code. The book build and the notebook tests set ``MHA_BACKEND=solutions`` so that the
+published pages show every cell executed against the reference solutions.
+
+A plain import runs a module once per kernel: after you edit ``attention.py``, the kernel
+would keep running the old code. So ``load`` first compares the code the kernel holds with
+the files (function by function, compiled, nothing run) and reloads, in place, every module
+whose file changed and every module that imports one of those. In a notebook it reloads
+with IPython's ``superreload``, which also updates the functions, classes and instances the
+notebook bound before (``f = attention.softmax``, ``mha = layer.MultiHeadAttention(...)``);
+elsewhere with ``importlib.reload``. :func:`outdated` is the comparison, which ``check()``
+uses to say when the notebook runs older code than the file it graded.
 """
+from __future__ import annotations
+
+import ast
 import importlib
+import inspect
 import os
+import sys
+import types
 
 BACKENDS = {"learner": "mha_exercises", "solutions": "solutions"}
+OWN = ("backend", "check")  # the course's modules in the package: never the learner's code
 
 
 def backend() -> str:
@@ -20,9 +36,11 @@ def backend() -> str:
 
 
 def load(module: str):
-    """Import one exercise module (``"attention"``, ``"masking"``, ...) from the active backend."""
+    """Import one exercise module (``"attention"``, ``"masking"``, ...) from the active backend,
+    reloading first whatever of the package was edited since the kernel ran it."""
     package = BACKENDS[backend()]
     try:
+        refresh(package)
         return importlib.import_module(f"{package}.{module}")
     except ModuleNotFoundError as err:
         if package == "solutions" and err.name in ("solutions", f"solutions.{module}"):
@@ -31,3 +49,149 @@ def load(module: str):
                 f"(a learner release has none): unset MHA_BACKEND to run your own code"
             ) from err
         raise
+
+
+# ------------------------------------------------------------------- reloading what changed
+
+def loaded(package: str) -> dict[str, types.ModuleType]:
+    """The package's exercise modules this process has imported, by short name."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        short = name[len(package) + 1:]
+        if (name.startswith(package + ".") and "." not in short and short not in OWN
+                and isinstance(module, types.ModuleType) and getattr(module, "__file__", None)):
+            found[short] = module
+    return found
+
+
+def refresh(package: str) -> list[str]:
+    """Reload, in place and dependencies first, the package's modules whose file changed and
+    the modules that import them; the short names reloaded."""
+    modules = loaded(package)
+    sources = {name: _read(m.__file__) for name, m in modules.items()}
+    changed = {name for name, m in modules.items() if sources[name] is None or outdated(m, sources[name])}
+    if not changed:
+        return []
+    imports = {name: _imports(sources[name] or "", package) & set(modules) for name in modules}
+    while True:  # and everything that imports a changed module, transitively
+        more = {name for name in modules if imports[name] & changed} - changed
+        if not more:
+            break
+        changed |= more
+    order = []
+    def visit(name, seen=()):
+        if name in order or name in seen:
+            return
+        for dep in sorted(imports[name] & changed):
+            visit(dep, (*seen, name))
+        order.append(name)
+    for name in sorted(changed):
+        visit(name)
+    for name in order:
+        _reload(modules[name])
+    return order
+
+
+_OLD_OBJECTS: dict = {}  # superreload's record of every earlier version of each object
+
+
+def _reload(module) -> None:
+    if "IPython" in sys.modules:  # in a notebook: update what the notebook already bound, too
+        try:
+            from IPython.extensions.autoreload import superreload
+        except ImportError:
+            superreload = None
+        if superreload is not None:
+            superreload(module, old_objects=_OLD_OBJECTS)
+            return
+    importlib.reload(module)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _imports(source: str, package: str) -> set[str]:
+    """Short names of the package's modules that ``source`` imports (``from .masking import``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and node.module:
+                names.add(node.module.split(".")[0])
+            elif node.level == 1:
+                names.update(a.name for a in node.names)
+            elif node.level == 0 and node.module and node.module.startswith(package + "."):
+                names.add(node.module.split(".")[1])
+            elif node.level == 0 and node.module == package:
+                names.update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith(package + "."))
+    return names
+
+
+# ------------------------------------------------------------- the kernel's code vs the file
+
+def outdated(module: types.ModuleType, source: str) -> list[str]:
+    """The functions and methods (qualified names) whose code in ``module`` differs from
+    ``source``, or that ``source`` defines and the module lacks; [] when they agree.
+
+    Compared compiled, never run; line numbers do not count (an edit above a function does
+    not make it old), docstrings and bodies do. A source that does not compile differs."""
+    try:
+        code = compile(source, module.__file__, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return ["(the file does not compile)"]
+    in_file: dict = {}
+    _functions_of(code, in_file)
+    in_kernel = _kernel_functions(module)
+    return [name for name, c in in_file.items()
+            if name not in in_kernel or _shape(in_kernel[name]) != _shape(c)]
+
+
+def _functions_of(code: types.CodeType, out: dict) -> None:
+    """Functions defined at the top of ``code`` or in its class bodies, by qualified name."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_flags & inspect.CO_OPTIMIZED:  # a function (its nested ones are in its consts)
+                out[const.co_qualname] = const
+            else:  # a class body
+                _functions_of(const, out)
+
+
+def _kernel_functions(module: types.ModuleType) -> dict:
+    out, seen = {}, set()
+    filename = module.__file__
+
+    def visit(obj):
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        if isinstance(obj, property):
+            for f in (obj.fget, obj.fset, obj.fdel):
+                visit(f)
+        elif isinstance(obj, types.FunctionType):
+            if obj.__code__.co_filename == filename:  # not imported ones, nor decorators' wrappers
+                out.setdefault(obj.__code__.co_qualname, obj.__code__)
+        elif isinstance(obj, type) and id(obj) not in seen and obj.__module__ == module.__name__:
+            seen.add(id(obj))
+            for value in list(vars(obj).values()):
+                visit(value)
+
+    for value in list(vars(module).values()):
+        visit(value)
+    return out
+
+
+def _shape(code: types.CodeType) -> tuple:
+    """What a function does, without where it sits in the file (line numbers)."""
+    consts = tuple(_shape(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
+                   for c in code.co_consts)
+    return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+            code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, consts)

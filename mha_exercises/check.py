@@ -1,22 +1,21 @@
 """``check("exercise_id")`` (or ``check(function)``): grade one exercise from a notebook.
 
 It grades the code the notebook runs (your ``mha_exercises/``, or the reference solutions
-when ``MHA_BACKEND=solutions``) with the same isolated grader as ``make grade``: the grader
-runs in a separate process (``python -m autograder``), never in this kernel, and your code
-runs in a third, confined one. It prints the verdict and what is wrong, and returns nothing.
+when ``MHA_BACKEND=solutions``) with the same isolated grader as ``make grade``. The first
+check in a kernel starts the grader as a separate process (``autograder/service.py``) that
+stays up while the kernel lives: each check sends it the exercise id and your module files
+as they are now, your code runs in a fresh confined process, and the verdict comes back in
+a fraction of a torch import. Nothing of the grader runs in this kernel. When the kernel
+still runs an older version of a function than the file just graded, ``check`` says so.
 """
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
-from .backend import BACKENDS, backend
+from .backend import BACKENDS, _imports, backend, loaded, outdated
 
 WIDTH = 88
 
@@ -27,37 +26,58 @@ def check(exercise, *, time_limit: float | None = None) -> None:
     if not isinstance(name, str):
         print(f"check(): give an exercise id such as 'softmax', or the function itself, not {exercise!r}")
         return
-    grader = "autograder"
-    if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("solutions") is None:
-        # A learner release: no solutions, but the public practice cases (autograder/selfcheck.py).
-        if importlib.util.find_spec("autograder") is None or importlib.util.find_spec("autograder.selfcheck") is None:
-            print(f"check({name!r}): the grader is not available in this installation; run your own "
-                  "tests, or ask your instructor for a graded run.")
-            return
-        grader, time_limit = "autograder.selfcheck", None
-    package = importlib.util.find_spec(BACKENDS[backend()])
+    if importlib.util.find_spec("autograder") is None:
+        print(f"check({name!r}): the grader is not available in this installation; run your own "
+              "tests, or ask your instructor for a graded run.")
+        return
+    from autograder import service
+    from autograder.submission import SubmissionError, read_directory
+
+    package = BACKENDS[backend()]
     # The folder the notebook's `load(...)` imports from (first on the package's path).
-    directory = Path(next(iter(package.submodule_search_locations)))
-    result = _grade(directory, name, time_limit, grader)
-    print(result if isinstance(result, str) else verdict(result))
+    directory = Path(next(iter(importlib.util.find_spec(package).submodule_search_locations)))
+    try:
+        sources = read_directory(directory)
+        report = service.grade(name, sources, str(directory), time_limit)
+    except (service.ServiceError, SubmissionError) as err:
+        print(f"check({name!r}): could not grade: {err}")
+        return
+    print(verdict(report))
+    for line in _kernel_notes(package, name, exercise, sources, report):
+        print(_wrap(line, "   ", "     "))
 
 
-def _grade(directory: Path, name: str, time_limit: float | None, grader: str = "autograder"):
-    """The JSON report of ``python -m <grader> DIR --exercise NAME``, or an error message."""
-    root = directory.parent
-    with tempfile.TemporaryDirectory(prefix="mha-check-") as tmp:
-        out = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", grader, str(directory), "--exercise", name, "--json", str(out),
-               "--quiet"]
-        if time_limit is not None:
-            cmd += ["--time-limit", str(time_limit)]
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-            filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env)
-        if proc.returncode != 0 or not out.exists():
-            why = (proc.stderr.strip().splitlines() or ["no output"])[-1].removeprefix("mha-grade: ")
-            return f"check({name!r}): could not grade: {why}"
-        return json.loads(out.read_text())
+def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict) -> list[str]:
+    """What the learner should know about the code this kernel runs vs the files just graded:
+    older functions in the exercise's module or the modules it imports, a function passed
+    that is not the file's, a check that ran unconfined."""
+    from autograder.spec import MODULE_OF
+
+    notes, module = [], MODULE_OF.get(name)
+    here, todo, seen = loaded(package), [module] if module else [], []
+    while todo:  # the exercise's module and, transitively, the package modules it imports
+        short = todo.pop()
+        if short in seen or short not in sources:
+            continue
+        seen.append(short)
+        todo += sorted(_imports(sources[short], package))
+    for short in seen:
+        old = outdated(here[short], sources[short]) if short in here else []
+        if old:
+            names = " and ".join(dict.fromkeys(q.split(".")[0] for q in old))
+            notes.append(f"note: your notebook still runs an older {names} than {package}/{short}.py, "
+                         f"the file just graded: re-run the cell `{short} = load(\"{short}\")` "
+                         "(load reloads what you edited).")
+    code = getattr(exercise, "__code__", None)
+    if code is not None and module and not code.co_filename.endswith(f"{module}.py"):
+        notes.append(f"note: the {name} you passed is not the one in {package}/{module}.py, which is "
+                     "what check() grades.")
+    if report.get("practice"):
+        from autograder.practice import LABEL
+
+        notes.append(f"({LABEL}: your code ran in a plain subprocess with a time limit; "
+                     "graded runs are confined, on Linux)")
+    return notes
 
 
 def verdict(report: dict) -> str:

@@ -1,0 +1,331 @@
+"""The warm grader behind ``check()``: started by a notebook's first check, alive as long as it.
+
+A grading run costs a torch import and the grader's imports before any learner code runs;
+``check()`` after each exercise would pay them every time. So the first ``check()`` in a
+kernel starts this service (``python -m autograder.service``), which does exactly what
+``mha-grade`` does once (the learner-side process first, then the grader's modules) and then
+grades one exercise per request: the kernel sends the exercise id and the learner's module
+files as they are *now*, the service grades them in a fresh confined child of its zygote
+(``isolation/sandbox.py``), exactly as ``mha-grade`` would, and sends the report back. Nothing of
+the grader runs in the kernel; nothing of the learner's state survives from one check to the
+next (each is a new child, and the sources travel with each request).
+
+* The channel is private: a socketpair whose other end only the service inherits (no port,
+  no named socket).
+* The service dies with the kernel: ``PR_SET_PDEATHSIG`` on Linux, and end-of-stream on
+  its socket everywhere.
+* The kernel restarts it when it died, or when the grader's code changed since it started
+  (a hash of the grader's source files, :func:`fingerprint`).
+* Without the reference solutions (a learner release), it runs the self-check on the
+  stored public cases (``selfcheck.py``). On macOS and Windows, or with
+  ``MHA_CHECK_MODE=spawn``, the learner's code runs in spawned processes, not confined
+  (``practice.py``), and the report says so.
+
+The client half (:func:`grade`) is what the kernel imports: standard library only.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+MAX_MESSAGE = 64 * 2**20
+REPLY_SECONDS = 300.0  # a check's report, start-up included (the runner's own budget)
+GRADERS = ("grade", "selfcheck")
+
+
+class ServiceError(Exception):
+    """The service could not grade (the message says why, for the learner)."""
+
+
+# ------------------------------------------------------------------------------ framing
+
+def _send(sock: socket.socket, value) -> None:
+    body = json.dumps(value, allow_nan=True).encode()
+    sock.sendall(struct.pack(">Q", len(body)) + body)
+
+
+def _recv(sock: socket.socket, deadline: float | None = None):
+    (n,) = struct.unpack(">Q", _exactly(sock, 8, deadline))
+    if n > MAX_MESSAGE:
+        raise ServiceError(f"a message of {n} bytes")
+    return json.loads(_exactly(sock, n, deadline))
+
+
+def _exactly(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    data = b""
+    while len(data) < n:
+        sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
+        try:
+            chunk = sock.recv(min(n - len(data), 1 << 20))
+        except socket.timeout:
+            raise TimeoutError from None
+        if not chunk:
+            raise EOFError("end of stream")
+        data += chunk
+    return data
+
+
+# --------------------------------------------------------------------- the kernel's side
+
+def grader_kind() -> str | None:
+    """``"grade"`` with the reference solutions, ``"selfcheck"`` in a learner release, else None."""
+    if importlib.util.find_spec("autograder.grading") and importlib.util.find_spec("solutions"):
+        return "grade"
+    if importlib.util.find_spec("autograder.selfcheck"):
+        return "selfcheck"
+    return None
+
+
+def fingerprint(kind: str) -> str:
+    """A hash of the files the service's grading depends on: the grader's code, and the
+    reference solutions (``grade``) or the stored public cases (``selfcheck``)."""
+    here = Path(__file__).resolve().parent
+    files = sorted(here.rglob("*.py"))
+    if kind == "grade":
+        files += sorted(Path(next(iter(importlib.util.find_spec("solutions").submodule_search_locations)))
+                        .glob("*.py"))
+    else:
+        files += sorted((here / "public_cases").glob("*"))
+    h = hashlib.sha256(kind.encode())
+    for f in files:
+        if "__pycache__" in f.parts:
+            continue
+        try:
+            data = f.read_bytes()
+        except OSError:
+            continue
+        h.update(f"{f}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+class _Handle:
+    """The kernel's end of one running service."""
+
+    def __init__(self, kind: str, learner_side: str, print_=None):
+        self.kind, self.learner_side = kind, learner_side
+        self.hash = fingerprint(kind)
+        ours, theirs = socket.socketpair()
+        root = Path(__file__).resolve().parent.parent
+        paths = [str(root)]
+        if kind == "grade":
+            paths.append(str(Path(importlib.util.find_spec("solutions").origin).parent.parent))
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MHA_CHECK_MODE=learner_side,
+                   PYTHONPATH=os.pathsep.join(dict.fromkeys(filter(None, [*paths, os.environ.get("PYTHONPATH")]))))
+        env.pop("MHA_BACKEND", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "autograder.service", str(theirs.fileno()), str(os.getpid()), kind],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=str(root), env=env,
+        )
+        theirs.close()
+        self.sock = ours
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def request(self, message: dict) -> dict:
+        _send(self.sock, message)
+        return _recv(self.sock, time.monotonic() + REPLY_SECONDS)
+
+    def close(self) -> None:
+        self.sock.close()  # the service sees end-of-stream and exits
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_LOCK = threading.Lock()
+_SERVICE: _Handle | None = None
+
+
+def grade(exercise: str, sources: dict[str, str], path: str, time_limit: float | None = None) -> dict:
+    """The report (as a dict) of ``exercise`` on ``sources``, from this kernel's service.
+
+    Starts the service on first use, and again when it died or the grader's files changed.
+    Raises ServiceError with a message for the learner.
+    """
+    global _SERVICE
+    kind = grader_kind()
+    if kind is None:
+        raise ServiceError("the grader is not available in this installation; run your own tests, "
+                           "or ask your instructor for a graded run")
+    from .practice import mode
+
+    learner_side = mode()
+    message = {"exercise": exercise, "sources": sources, "path": path, "time_limit": time_limit}
+    with _LOCK:
+        for attempt in (1, 2):
+            service = _SERVICE
+            if (service is None or not service.alive() or service.kind != kind
+                    or service.learner_side != learner_side or service.hash != fingerprint(kind)):
+                if service is not None:
+                    service.close()
+                _SERVICE = service = _Handle(kind, learner_side)
+            try:
+                reply = service.request(message)
+            except (OSError, EOFError, ValueError) as err:  # it died meanwhile: once more, fresh
+                service.close()
+                _SERVICE = None
+                if attempt == 2:
+                    raise ServiceError(f"the grader stopped ({_ended(service, err)})") from None
+                continue
+            except TimeoutError:
+                service.process.kill()
+                service.close()
+                _SERVICE = None
+                raise ServiceError(f"no report within {REPLY_SECONDS:g} s") from None
+            except BaseException:  # KeyboardInterrupt: a half-read exchange is not reused
+                service.process.kill()
+                service.close()
+                _SERVICE = None
+                raise
+            if "error" in reply:
+                raise ServiceError(reply["error"])
+            return reply["report"]
+    raise AssertionError("unreachable")
+
+
+def stop() -> None:
+    """Stop this kernel's service (the next check starts a fresh one)."""
+    global _SERVICE
+    with _LOCK:
+        if _SERVICE is not None:
+            _SERVICE.close()
+            _SERVICE = None
+
+
+def _ended(service: _Handle, err) -> str:
+    code = service.process.poll()
+    if code is None:
+        return str(err)
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+
+# -------------------------------------------------------------------- the service's side
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel's death kills this process (SIGKILL), whatever it is doing."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the kernel died before the line above
+        os._exit(0)
+
+
+class _Grader:
+    """What the service does per request, for the full grader or the public self-check."""
+
+    def __init__(self, kind: str):
+        from .practice import learner_side, mode
+
+        self.kind, self.spawned = kind, mode() == "spawn"
+        # The learner-side process first, before any reference code is imported here (as the CLI).
+        self.zygote = learner_side()
+        if kind == "grade":
+            from .grading import judge, runner  # noqa: F401
+            from .grading.exercises import EXERCISES
+
+            self.runner, self.exercises = runner, EXERCISES
+        else:
+            from . import selfcheck
+
+            self.selfcheck = selfcheck
+        self.warm = iter(self.exercises.values()) if kind == "grade" else iter(())
+
+    def grade(self, request: dict) -> dict:
+        from .submission import MAX_SOURCE, MODULES, Submission
+
+        exercise, sources, path = request.get("exercise"), request.get("sources"), request.get("path")
+        limit = request.get("time_limit")
+        if (type(exercise) is not str or type(sources) is not dict or type(path) is not str
+                or not all(type(k) is str and k in MODULES and type(v) is str and len(v) <= MAX_SOURCE
+                           for k, v in sources.items())
+                or not (limit is None or type(limit) in (int, float) and 0 < limit <= 3600)):
+            return {"error": "a malformed request"}
+        submission = Submission(path, sources)
+        try:
+            if self.kind == "grade":
+                report = self.runner.grade_submission(submission, exercises=[exercise], time_limit=limit,
+                                                      zygote=self.zygote)
+            else:
+                report = self.selfcheck.check_submission(submission, [exercise], zygote=self.zygote)
+        except ValueError as err:  # an unknown exercise id
+            return {"error": str(err)}
+        out = report.to_dict()
+        out["practice"] = self.spawned
+        return {"report": out}
+
+    def idle(self) -> bool:
+        """One exercise's cases and reference outputs, ahead of its first check; False when
+        there is nothing left to warm."""
+        exercise = next(self.warm, None)
+        if exercise is None:
+            return False
+        from .grading import judge
+
+        for case in self.runner.exercise_cases(exercise, 0):
+            try:
+                judge.reference_output(case)
+            except Exception:  # noqa: BLE001  reported when the exercise is checked
+                break
+        return True
+
+    def close(self) -> None:
+        self.zygote.close()
+
+
+def serve(sock: socket.socket, kind: str) -> None:
+    import select
+
+    grader = None
+    try:
+        grader = _Grader(kind)
+        failure = None
+    except Exception as err:  # noqa: BLE001  told to the kernel with its first request
+        failure = f"the grader could not start: {type(err).__name__}: {err}"
+    try:
+        while True:
+            if grader is not None:  # between checks: warm the next exercise's references
+                while not select.select([sock], [], [], 0)[0] and grader.idle():
+                    pass
+            try:
+                request = _recv(sock)
+            except (EOFError, OSError, ValueError):
+                return  # the kernel is gone
+            if failure:
+                reply = {"error": failure}
+            else:
+                try:
+                    reply = grader.grade(request if type(request) is dict else {})
+                except Exception as err:  # noqa: BLE001  a bug of the grader's: said, not fatal
+                    reply = {"error": f"the grader failed: {type(err).__name__}: {err}"}
+            _send(sock, reply)
+    finally:
+        if grader is not None:
+            grader.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    fd, parent, kind = int(argv[0]), int(argv[1]), argv[2]
+    if kind not in GRADERS:
+        sys.exit(f"autograder.service: unknown grader {kind!r}")
+    _die_with(parent)
+    serve(socket.socket(fileno=fd), kind)
+
+
+if __name__ == "__main__":
+    main()
