@@ -42,6 +42,7 @@ from ..isolation import protocol, sandbox
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
+from . import cache
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
 PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy
@@ -183,7 +184,9 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
         "proxies": proxies, "cases": [[c.driver, c.inputs] for c in cases],
         "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1,
     }
-    return _Running(exercise, cases, start(job), timeout, proxies)
+    child = start(job)
+    cache.warm(exercise, seed, cases)  # reference outputs from disk, or computed while the child runs
+    return _Running(exercise, cases, child, timeout, proxies)
 
 
 def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
