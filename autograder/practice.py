@@ -20,6 +20,7 @@ import socket
 import sys
 
 LABEL = "practice check, not confined"
+READY_SECONDS = 120.0  # for a spawned interpreter to import torch and the drivers
 
 
 def mode() -> str:
@@ -61,18 +62,33 @@ class SpawnZygote:
         return process, ours
 
     def launch(self, workdir: str = ""):
-        from .isolation.sandbox import Child
+        """A child ready for its job: its imports done, so that the exercise's time limit
+        counts the learner's code only."""
+        from .isolation.sandbox import Child, ZygoteError
 
         process, sock = self.spare if self.spare is not None else self._spawn()
-        self.spare = self._spawn()  # the next exercise's, starting while this one runs
+        self.spare = None
+        sock.settimeout(READY_SECONDS)
+        try:
+            ready = sock.recv(1) == b"R"
+        except OSError:
+            ready = False
+        if not ready:
+            sock.close()
+            process.kill()
+            process.join()
+            raise ZygoteError("a spawned process for your code did not start")
         child = Child(process.pid, sock, workdir)
         _PROCESSES[process.pid] = process
         return child
 
     def finish(self, child) -> int | None:
-        """Kill what is left of the child; a POSIX wait status (None where there is none)."""
+        """Kill what is left of the child; a POSIX wait status (None where there is none).
+        The next exercise's process starts now, while the learner reads the verdict."""
         process = _PROCESSES.pop(child.pid, None)
         child.sock.close()
+        if self.spare is None:
+            self.spare = self._spawn()
         if process is None:
             return None
         if process.exitcode is None:
@@ -121,6 +137,7 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
         from .isolation import protocol, worker
 
         drivers = worker.preload(drivers_name)
+        sock.sendall(b"R")
         job = protocol.recv(sock)
         here = os.path.join(job["workdir"], str(job["exercise"]).replace("/", "_"))
         os.makedirs(here, exist_ok=True)
