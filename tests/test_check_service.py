@@ -1,0 +1,148 @@
+"""check()'s warm grader (autograder/service.py): one per kernel, fresh grading every call,
+restarted when it died or the grader changed, gone with its kernel; and the spawn path
+that macOS and Windows use (autograder/practice.py), forced here with MHA_CHECK_MODE=spawn."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import service
+from autograder.submission import read_directory
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = read_directory(ROOT / "solutions")
+NO_MAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n"
+LOOP = "\n\ndef softmax(x, axis=-1):\n    while True:\n        pass\n"
+
+
+@pytest.fixture(autouse=True)
+def fresh_service():
+    service.stop()
+    yield
+    service.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_one_service_grades_the_sources_of_each_call():
+    first = service.grade("softmax", SOLUTIONS, "solutions")
+    pid = service._SERVICE.process.pid
+    assert first["exercises"][0]["status"] == "passed"
+    edited = dict(SOLUTIONS, attention=SOLUTIONS["attention"] + NO_MAX)
+    second = service.grade("softmax", edited, "solutions")
+    assert service._SERVICE.process.pid == pid  # the same warm service...
+    result = second["exercises"][0]
+    assert result["status"] == "partial" and "without subtracting the max" in result["feedback"]
+    assert service.grade("softmax", SOLUTIONS, "solutions")["exercises"][0]["status"] == "passed"
+    with pytest.raises(service.ServiceError, match="no checks for exercise 'nope'"):
+        service.grade("nope", SOLUTIONS, "solutions")
+    assert service._SERVICE.process.pid == pid  # ...that survived a bad request
+
+
+def test_the_service_restarts_when_it_died_or_the_grader_changed(monkeypatch):
+    service.grade("causal_mask", SOLUTIONS, "solutions")
+    old = service._SERVICE.process
+    old.kill()
+    old.wait()
+    assert service.grade("causal_mask", SOLUTIONS, "solutions")["exercises"][0]["status"] == "passed"
+    restarted = service._SERVICE.process
+    assert restarted.pid != old.pid
+
+    real = service.fingerprint
+    monkeypatch.setattr(service, "fingerprint", lambda kind: real(kind) + "-edited")
+    service.grade("causal_mask", SOLUTIONS, "solutions")
+    assert service._SERVICE.process.pid != restarted.pid
+    assert restarted.poll() is not None  # the old one was stopped, not left behind
+
+
+def test_the_service_and_its_zygote_die_with_the_kernel(tmp_path):
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import os, sys, time
+            from autograder import service
+            from autograder.submission import read_directory
+            service.grade("padding_mask", read_directory(__import__("pathlib").Path("solutions")), "solutions")
+            print(service._SERVICE.process.pid, flush=True)
+            time.sleep(600)
+        """)], cwd=ROOT, stdout=subprocess.PIPE, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    pid = int(kernel.stdout.readline())
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        zygotes = [int(p) for p in f.read().split()]
+    assert _alive(pid) and zygotes and all(map(_alive, zygotes))
+    kernel.kill()
+    kernel.wait()
+    deadline = time.monotonic() + 20
+    while (_alive(pid) or any(map(_alive, zygotes))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid) and not any(map(_alive, zygotes))
+
+
+def test_the_channel_is_private():
+    service.grade("split_heads", SOLUTIONS, "solutions")
+    pid = service._SERVICE.process.pid
+    sockets = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    inodes = {s[len("socket:["):-1] for s in sockets if s.startswith("socket:[")}
+    listening = []
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        with open(f"/proc/net/{table}") as f:
+            listening += [line.split()[9] for line in f.readlines()[1:]]
+    with open("/proc/net/unix") as f:  # a named unix socket has a path in the last column
+        named = [line.split()[6] for line in f.readlines()[1:] if len(line.split()) > 7]
+    assert inodes and not inodes & set(listening) and not inodes & set(named)
+
+
+# ------------------------------------------------------------- the spawn path (macOS, Windows)
+
+def test_check_in_spawn_mode_is_labelled_and_graded(monkeypatch, capsys):
+    from mha_exercises.check import check
+    from solutions.attention import softmax
+
+    monkeypatch.setenv("MHA_CHECK_MODE", "spawn")
+    check(softmax)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("✔ softmax: 5/5 points, passed") and "practice check, not confined" in out
+
+
+def test_spawn_mode_stops_an_infinite_loop_at_the_time_limit(monkeypatch):
+    monkeypatch.setenv("MHA_CHECK_MODE", "spawn")
+    looping = dict(SOLUTIONS, attention=SOLUTIONS["attention"] + LOOP)
+    started = time.monotonic()
+    report = service.grade("softmax", looping, "solutions", time_limit=2)
+    assert report["practice"] is True
+    result = report["exercises"][0]
+    assert result["status"] == "timed out" and time.monotonic() - started < 60
+    assert service.grade("softmax", SOLUTIONS, "solutions")["exercises"][0]["status"] == "passed"
+
+
+def test_self_check_in_spawn_mode(monkeypatch, tmp_path_factory, tmp_path):
+    """The release's self-check (tests/test_release.py), its learner side spawned: a correct
+    and a wrong submission on a few exercises (every exercise is the confined test's job)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_release
+
+    monkeypatch.setenv("MHA_CHECK_MODE", "spawn")
+    release = tmp_path_factory.mktemp("dist") / "release"
+    assert test_release.build_release.main(["--out", str(release)]) == 0
+    mixed = tmp_path / "mixed"  # one run: a wrong softmax, an unfilled causal_mask, a correct layer
+    mixed.mkdir()
+    for f in (ROOT / "solutions").glob("*.py"):
+        (mixed / f.name).write_text(f.read_text())
+    (mixed / "attention.py").write_text((mixed / "attention.py").read_text() + test_release.WRONG_SOFTMAX)
+    (mixed / "masking.py").write_text((mixed / "masking.py").read_text() + "\n\ndef causal_mask(*a, **k):\n"
+                                      "    raise NotImplementedError\n")
+    found = test_release._self_check(release, mixed, "softmax", "causal_mask", "multi_head_attention")
+    status = {e["id"]: e for e in found["exercises"]}
+    assert status["softmax"]["status"] in ("failed", "partial") and status["softmax"]["score"] < 5
+    assert any("without subtracting the max" in (c["diagnosis"] or "") for c in status["softmax"]["cases"])
+    assert status["causal_mask"]["status"] == "not attempted"
+    assert status["multi_head_attention"]["status"] == "passed"
