@@ -321,4 +321,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .quick_exit import exit_now
+
+    exit_now(main())
