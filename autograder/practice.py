@@ -125,12 +125,28 @@ class _RunOnce:
         return False
 
 
+def _no_limits():
+    """A stand-in for the POSIX ``resource`` module, for importing worker.py on Windows."""
+    import types
+
+    module = types.ModuleType("resource")
+    module.RLIM_INFINITY = -1
+    module.getrlimit = lambda which: (-1, -1)
+    module.setrlimit = lambda which, limits: None
+    return module
+
+
 def _child(sock: socket.socket, drivers_name: str) -> None:
     """A spawned child: import what exercises need, wait for one job, run it, exit."""
     code = 0
     try:
         if hasattr(os, "setpgid"):
             os.setpgid(0, 0)
+        if "resource" not in sys.modules:
+            try:
+                import resource  # noqa: F401
+            except ImportError:  # Windows: worker.py imports it for limits this path never sets
+                sys.modules["resource"] = _no_limits()
         from .isolation import protocol, worker
 
         drivers = worker.preload(drivers_name)

@@ -10,10 +10,11 @@ files as they are *now*, the service grades them in a fresh confined child of it
 the grader runs in the kernel; nothing of the learner's state survives from one check to the
 next (each is a new child, and the sources travel with each request).
 
-* The channel is private: a socketpair whose other end only the service inherits (no port,
-  no named socket).
+* The channel is private: the service's standard input and output, pipes that only the
+  kernel holds the other ends of (no port, no named socket); the service's own printing
+  goes to its standard error.
 * The service dies with the kernel: ``PR_SET_PDEATHSIG`` on Linux, and end-of-stream on
-  its socket everywhere.
+  its standard input everywhere.
 * The kernel restarts it when it died, or when the grader's code changed since it started
   (a hash of the grader's source files, :func:`fingerprint`).
 * Without the reference solutions (a learner release), it runs the self-check on the
@@ -29,7 +30,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -48,30 +48,40 @@ class ServiceError(Exception):
 
 # ------------------------------------------------------------------------------ framing
 
-def _send(sock: socket.socket, value) -> None:
+def _send(fd: int, value) -> None:
     body = json.dumps(value, allow_nan=True).encode()
-    sock.sendall(struct.pack(">Q", len(body)) + body)
+    data = memoryview(struct.pack(">Q", len(body)) + body)
+    while data:
+        data = data[os.write(fd, data):]
 
 
-def _recv(sock: socket.socket, deadline: float | None = None):
-    (n,) = struct.unpack(">Q", _exactly(sock, 8, deadline))
+def _recv(fd: int, deadline: float | None = None):
+    (n,) = struct.unpack(">Q", _exactly(fd, 8, deadline))
     if n > MAX_MESSAGE:
         raise ServiceError(f"a message of {n} bytes")
-    return json.loads(_exactly(sock, n, deadline))
+    return json.loads(_exactly(fd, n, deadline))
 
 
-def _exactly(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+def _exactly(fd: int, n: int, deadline: float | None) -> bytes:
     data = b""
     while len(data) < n:
-        sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
-        try:
-            chunk = sock.recv(min(n - len(data), 1 << 20))
-        except socket.timeout:
-            raise TimeoutError from None
+        if deadline is not None and not _readable(fd, max(deadline - time.monotonic(), 0.0)):
+            raise TimeoutError
+        chunk = os.read(fd, min(n - len(data), 1 << 20))
         if not chunk:
             raise EOFError("end of stream")
         data += chunk
     return data
+
+
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has data (or end-of-stream) within ``seconds``; on Windows, where pipes
+    cannot be polled, the read blocks (the grader enforces the time limits itself)."""
+    if os.name == "nt":
+        return True
+    import select
+
+    return bool(select.select([fd], [], [], seconds)[0])
 
 
 # --------------------------------------------------------------------- the kernel's side
@@ -114,7 +124,6 @@ class _Handle:
     def __init__(self, kind: str, learner_side: str, print_=None):
         self.kind, self.learner_side = kind, learner_side
         self.hash = fingerprint(kind)
-        ours, theirs = socket.socketpair()
         root = Path(__file__).resolve().parent.parent
         paths = [str(root)]
         if kind == "grade":
@@ -123,21 +132,23 @@ class _Handle:
                    PYTHONPATH=os.pathsep.join(dict.fromkeys(filter(None, [*paths, os.environ.get("PYTHONPATH")]))))
         env.pop("MHA_BACKEND", None)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "autograder.service", str(theirs.fileno()), str(os.getpid()), kind],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd=str(root), env=env,
+            [sys.executable, "-m", "autograder.service", str(os.getpid()), kind],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(root), env=env,
         )
-        theirs.close()
-        self.sock = ours
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def request(self, message: dict) -> dict:
-        _send(self.sock, message)
-        return _recv(self.sock, time.monotonic() + REPLY_SECONDS)
+        _send(self.process.stdin.fileno(), message)
+        return _recv(self.process.stdout.fileno(), time.monotonic() + REPLY_SECONDS)
 
     def close(self) -> None:
-        self.sock.close()  # the service sees end-of-stream and exits
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()  # the service sees end-of-stream and exits
+            except OSError:
+                pass
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
@@ -283,9 +294,7 @@ class _Grader:
         self.zygote.close()
 
 
-def serve(sock: socket.socket, kind: str) -> None:
-    import select
-
+def serve(requests: int, replies: int, kind: str) -> None:
     grader = None
     try:
         grader = _Grader(kind)
@@ -295,10 +304,10 @@ def serve(sock: socket.socket, kind: str) -> None:
     try:
         while True:
             if grader is not None:  # between checks: warm the next exercise's references
-                while not select.select([sock], [], [], 0)[0] and grader.idle():
+                while os.name != "nt" and not _readable(requests, 0) and grader.idle():
                     pass
             try:
-                request = _recv(sock)
+                request = _recv(requests)
             except (EOFError, OSError, ValueError):
                 return  # the kernel is gone
             if failure:
@@ -308,7 +317,7 @@ def serve(sock: socket.socket, kind: str) -> None:
                     reply = grader.grade(request if type(request) is dict else {})
                 except Exception as err:  # noqa: BLE001  a bug of the grader's: said, not fatal
                     reply = {"error": f"the grader failed: {type(err).__name__}: {err}"}
-            _send(sock, reply)
+            _send(replies, reply)
     finally:
         if grader is not None:
             grader.close()
@@ -316,11 +325,18 @@ def serve(sock: socket.socket, kind: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    fd, parent, kind = int(argv[0]), int(argv[1]), argv[2]
+    parent, kind = int(argv[0]), argv[1]
     if kind not in GRADERS:
         sys.exit(f"autograder.service: unknown grader {kind!r}")
     _die_with(parent)
-    serve(socket.socket(fileno=fd), kind)
+    # The channel keeps descriptors of its own; 0 and 1 become harmless, so that nothing
+    # printed here (a warning, a library's message) can corrupt it.
+    requests, replies = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    os.close(devnull)
+    serve(requests, replies, kind)
     from .quick_exit import exit_now
 
     exit_now(0)  # the kernel is gone or restarting it: no teardown to wait for
