@@ -27,11 +27,12 @@ import numpy as np
 from .. import __version__
 from ..isolation import protocol
 
-ROOT = Path(__file__).resolve().parents[2]
 # The code a reference output depends on: the solutions, the checks that draw the cases, the
-# drivers that run them, the plain-data format, and the lab code and weights chapter 6 uses.
-SOURCES = ("solutions", "autograder/grading", "autograder/isolation/drivers", "autograder/isolation/protocol.py",
-           "autograder/spec.py", "lab")
+# drivers that run them, the plain-data format, and the lab code and weights chapter 6 uses;
+# found where Python imports them from.
+SOURCES = ("solutions", "autograder.grading", "autograder.isolation.drivers", "autograder.isolation.protocol",
+           "autograder.spec", "lab")
+KEEP = 8  # grader versions whose outputs stay on disk (a few hundred kB each)
 _KEY: list = []  # computed once per process
 _WARMED: dict = {}  # id(cases) -> cases: already looked up in this process
 
@@ -52,21 +53,30 @@ def directory() -> Path | None:
     return base
 
 
-def key() -> str:
-    """A hash of everything the reference outputs depend on."""
+def key() -> str | None:
+    """A hash of everything the reference outputs depend on (None: a source not found)."""
     if not _KEY:
+        import importlib.util
+
         import torch
 
         h = hashlib.sha256(f"{__version__}\0{platform.python_version()}\0{platform.machine()}\0"
                            f"{np.__version__}\0{torch.__version__}\0".encode())
-        for source in SOURCES:
-            path = ROOT / source
-            files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for name in SOURCES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not (spec.submodule_search_locations or spec.origin):
+                _KEY.append(None)
+                return None
+            if spec.submodule_search_locations:  # a package (a namespace package too): its folder
+                top = Path(next(iter(spec.submodule_search_locations)))
+                files = sorted(p for p in top.rglob("*") if p.is_file())
+            else:
+                top, files = Path(spec.origin).parent, [Path(spec.origin)]
             for f in files:
                 if "__pycache__" in f.parts or f.suffix == ".pyc":
                     continue
                 data = f.read_bytes()
-                h.update(f"{f.relative_to(ROOT).as_posix()}\0{len(data)}\0".encode())
+                h.update(f"{name}/{f.relative_to(top).as_posix()}\0{len(data)}\0".encode())
                 h.update(data)
         _KEY.append(h.hexdigest()[:32])
     return _KEY[0]
@@ -80,10 +90,10 @@ def warm(exercise, seed: int, cases: list) -> None:
     _WARMED[id(cases)] = cases
     from . import judge
 
-    where = directory()
-    if where is None:
+    where, version = directory(), key()
+    if where is None or version is None:
         return
-    path = where / key() / f"{seed}-{exercise.id}.bin"
+    path = where / version / f"{seed}-{exercise.id}.bin"
     digests = [_digest(c) for c in cases]
     stored = _read(path)
     if stored is not None and stored.get("digests") == digests:
@@ -114,13 +124,24 @@ def _read(path: Path):
 def _write(path: Path, value) -> None:
     try:
         frame = protocol.encode(value)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+        if not path.parent.exists():
+            _prune(path.parent.parent)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
             f.write(frame)
         os.replace(tmp, path)
     except (OSError, protocol.Garbage):
         pass  # a cache that cannot be written costs only time
+
+
+def _prune(where: Path, keep: int = KEEP) -> None:
+    """Forget the outputs of all but the ``keep - 1`` most recent other grader versions."""
+    import shutil
+
+    versions = sorted((p for p in where.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in versions[: max(len(versions) - keep + 1, 0)]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _same(a, b) -> bool:
