@@ -12,7 +12,8 @@ Where: ``$MHA_GRADE_CACHE``, else ``$XDG_CACHE_HOME/mha-grade`` or ``~/.cache/mh
 a directory of the grader's user with mode 0700 (on Gradescope, root's: the learner's
 unprivileged process cannot read it). ``MHA_GRADE_CACHE=off`` turns it off; a directory
 that is not private is not used. Files hold plain data in the learner protocol's format
-(``isolation/protocol.py``): nothing is unpickled, anything unreadable is recomputed.
+(``isolation/protocol.py``) after its SHA-256: nothing is unpickled, and a file that is
+damaged or unreadable is recomputed.
 """
 from __future__ import annotations
 
@@ -115,7 +116,9 @@ def _digest(case) -> str:
 def _read(path: Path):
     try:
         data = path.read_bytes()
-        value = protocol.decode(data[8:])
+        if hashlib.sha256(data[32:]).digest() != data[:32]:
+            return None  # damaged (or edited): recomputed
+        value = protocol.decode(data[40:])
     except (OSError, protocol.Garbage, ValueError):
         return None
     return value if isinstance(value, dict) and isinstance(value.get("outputs"), list) else None
@@ -129,7 +132,7 @@ def _write(path: Path, value) -> None:
             path.parent.mkdir(mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(frame)
+            f.write(hashlib.sha256(frame).digest() + frame)
         os.replace(tmp, path)
     except (OSError, protocol.Garbage):
         pass  # a cache that cannot be written costs only time

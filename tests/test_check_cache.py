@@ -1,0 +1,96 @@
+"""The reference outputs kept on disk (autograder/grading/cache.py): the same reports with and
+without them, read instead of recomputed, never used for other inputs, only in a private folder."""
+import os
+import stat
+
+import pytest
+
+from autograder.grading import cache, judge, reference, runner
+from autograder.isolation import sandbox
+from autograder.submission import Submission, read_directory
+from solution_copies import ROOT
+
+NO_MAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n"
+EXERCISES = ["softmax", "MultiHeadAttention"]
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = sandbox.Zygote()
+    yield z
+    z.close()
+
+
+@pytest.fixture
+def submission():
+    sources = read_directory(ROOT / "solutions")
+    return Submission("wrong-softmax", dict(sources, attention=sources["attention"] + NO_MAX))
+
+
+def forget():
+    """This process's memory of cases and outputs: the next run must use the disk, or compute."""
+    runner._CASES.clear()
+    judge._OUTPUTS.clear()
+    cache._WARMED.clear()
+
+
+def reference_runs(monkeypatch) -> list:
+    calls = []
+    real = reference.namespace
+    monkeypatch.setattr(reference, "namespace", lambda overrides=None: calls.append(overrides) or real(overrides))
+    return [calls]
+
+
+def grade(submission, zygote):
+    forget()
+    report = runner.grade_submission(submission, exercises=EXERCISES, zygote=zygote).to_dict()
+    for key in ("wall_time", "graded_at"):
+        report.pop(key)
+    return report
+
+
+def test_stored_outputs_are_read_back_not_recomputed(tmp_path, monkeypatch, zygote, submission):
+    where = tmp_path / "cache"
+    monkeypatch.setenv("MHA_GRADE_CACHE", "off")
+    without = grade(submission, zygote)
+    assert not where.exists()
+
+    monkeypatch.setenv("MHA_GRADE_CACHE", str(where))
+    (calls,) = reference_runs(monkeypatch)
+    first = grade(submission, zygote)
+    stored = sorted(where.rglob("*.bin"))
+    assert [p.name for p in stored] == ["0-MultiHeadAttention.bin", "0-softmax.bin"]
+    assert stat.S_IMODE(where.stat().st_mode) == 0o700 and stat.S_IMODE(stored[0].stat().st_mode) == 0o600
+    assert calls.count(None) > 0  # computed once...
+    calls.clear()
+    second = grade(submission, zygote)
+    assert calls.count(None) == 0  # ...then read (the known bugs still run: the diagnosis)
+    assert without == first == second
+    assert second["exercises"][0]["status"] == "partial"
+
+
+def test_outputs_for_other_inputs_or_unreadable_files_are_recomputed(tmp_path, monkeypatch, zygote, submission):
+    where = tmp_path / "cache"
+    monkeypatch.setenv("MHA_GRADE_CACHE", str(where))
+    good = grade(submission, zygote)
+    (calls,) = reference_runs(monkeypatch)
+    path = next(where.rglob("0-softmax.bin"))
+    path.write_bytes(path.read_bytes()[:-7] + b"garbage")  # a torn or tampered file
+    assert grade(submission, zygote) == good and calls.count(None) > 0
+
+    calls.clear()
+    monkeypatch.setattr(runner, "case_rng", lambda seed, exercise_id: __import__("numpy").random.default_rng([seed, 7]))
+    other = grade(submission, zygote)  # other inputs under the same file name
+    assert calls.count(None) > 0 and other != good
+
+
+def test_a_folder_others_can_read_is_not_used(tmp_path, monkeypatch):
+    where = tmp_path / "shared"
+    where.mkdir(mode=0o755)
+    os.chmod(where, 0o755)
+    monkeypatch.setenv("MHA_GRADE_CACHE", str(where))
+    assert cache.directory() is None
+    os.chmod(where, 0o700)
+    assert cache.directory() == where
+    monkeypatch.setenv("MHA_GRADE_CACHE", "off")
+    assert cache.directory() is None
