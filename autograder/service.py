@@ -100,9 +100,12 @@ def fingerprint(kind: str) -> str:
     reference solutions (``grade``) or the stored public cases (``selfcheck``)."""
     here = Path(__file__).resolve().parent
     files = sorted(here.rglob("*.py"))
-    if kind == "grade":
-        files += sorted(Path(next(iter(importlib.util.find_spec("solutions").submodule_search_locations)))
-                        .glob("*.py"))
+    if kind == "grade":  # the references, and the lab code and weights they use (chapter 6)
+        for package in ("solutions", "lab"):
+            spec = importlib.util.find_spec(package)
+            if spec is not None and spec.submodule_search_locations:
+                files += sorted(p for p in Path(next(iter(spec.submodule_search_locations))).rglob("*")
+                                if p.is_file())
     else:
         files += sorted((here / "public_cases").glob("*"))
     h = hashlib.sha256(kind.encode())
@@ -121,7 +124,7 @@ def fingerprint(kind: str) -> str:
 class _Handle:
     """The kernel's end of one running service."""
 
-    def __init__(self, kind: str, learner_side: str, print_=None):
+    def __init__(self, kind: str, learner_side: str):
         self.kind, self.learner_side = kind, learner_side
         self.hash = fingerprint(kind)
         root = Path(__file__).resolve().parent.parent
@@ -299,7 +302,7 @@ def serve(requests: int, replies: int, kind: str) -> None:
     try:
         grader = _Grader(kind)
         failure = None
-    except Exception as err:  # noqa: BLE001  told to the kernel with its first request
+    except Exception as err:  # noqa: BLE001  told to the kernel in reply to its request
         failure = f"the grader could not start: {type(err).__name__}: {err}"
     try:
         while True:
@@ -310,8 +313,9 @@ def serve(requests: int, replies: int, kind: str) -> None:
                 request = _recv(requests)
             except (EOFError, OSError, ValueError):
                 return  # the kernel is gone
-            if failure:
-                reply = {"error": failure}
+            if failure:  # said once; the next check starts a fresh service
+                _send(replies, {"error": failure})
+                return
             else:
                 try:
                     reply = grader.grade(request if type(request) is dict else {})
