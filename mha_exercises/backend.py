@@ -69,7 +69,8 @@ def refresh(package: str) -> list[str]:
     the modules that import them; the short names reloaded."""
     modules = loaded(package)
     sources = {name: _read(m.__file__) for name, m in modules.items()}
-    changed = {name for name, m in modules.items() if sources[name] is None or outdated(m, sources[name])}
+    # A module whose file is gone or unreadable is left as it is: there is nothing to reload from.
+    changed = {name for name, m in modules.items() if sources[name] is not None and outdated(m, sources[name])}
     if not changed:
         return []
     imports = {name: _imports(sources[name] or "", package) & set(modules) for name in modules}
