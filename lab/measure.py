@@ -217,7 +217,8 @@ def decode_step_times(positions, embed_dim=128, num_heads=8, num_kv_heads=2, rep
     holding the ``t - 1`` earlier tokens and by recomputing the causal pass over all ``t``.
 
     Returns ``{"cache": [...], "recompute": [...]}``, medians of ``repeats`` (after one warm-up),
-    the two taking turns. The cache is filled once per position and copied before every timed
+    the two taking turns, and ``{"spread_cache": [...], "spread_recompute": [...]}``: the slowest
+    repeat over the fastest, per position, the run-to-run scatter. The cache is filled once per position and copied before every timed
     step (the copy is not timed), so that each step appends to a cache of exactly ``t - 1``.
     """
     torch.manual_seed(0)
@@ -240,8 +241,9 @@ def decode_step_times(positions, embed_dim=128, num_heads=8, num_kv_heads=2, rep
             if repeat:
                 samples["cache"].append(cached)
                 samples["recompute"].append(recompute)
-        for name in times:
+        for name in samples:
             times[name].append(statistics.median(samples[name]))
+            times.setdefault(f"spread_{name}", []).append(max(samples[name]) / min(samples[name]))
     return times
 
 
