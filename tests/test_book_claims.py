@@ -124,7 +124,7 @@ MINIMUM_TIES = {
     "01_attention.ipynb": (5, 6),
     "02_masking.ipynb": (0, 9),
     "03_heads.ipynb": (0, 6),
-    "04_layer.ipynb": (0, 12),
+    "04_layer.ipynb": (0, 13),
     "05_looking_at_heads.ipynb": (9, 9),
     "07_beyond.ipynb": (24, 16),
 }
