@@ -140,6 +140,18 @@ def strip_markdown(text: str, gated: bool = False) -> tuple[str, int, bool]:
     return "".join(out), removed, gated
 
 
+def solution_blocks(text: str) -> list[str]:
+    """The bodies of the ``{solution}`` directives of a markdown text (what the book shows)."""
+    lines, blocks, i = text.splitlines(keepends=True), [], 0
+    while i < len(lines):
+        match = _DIRECTIVE.match(lines[i])
+        end = _closing(lines, i, match.group("fence")) if match else i
+        if match and match.group("name") == "solution":
+            blocks.append("".join(lines[i + 1:end]))
+        i = end + 1
+    return blocks
+
+
 def strip_notebook(notebook: dict) -> int:
     """Strip the solutions of every markdown cell and every output, in place; the count removed."""
     cells, removed, gated = [], 0, False
@@ -232,6 +244,9 @@ def _pyproject(text: str, packages: list[str]) -> str:
     """The repository's ``pyproject.toml`` for the release: the learner's packages, the
     self-check as its console script, no test or lint settings (their tools are not installed)."""
     text = re.sub(r'(?m)^mha-grade = "autograder\.cli:main"$', 'mha-check = "autograder.selfcheck:main"', text)
+    text = re.sub(r'(?m)^description = .*$', 'description = "The learner release of an open course on multi-head '
+                  'attention: chapters, exercises and a self-check"', text, count=1)
+    text = text.replace("pins live in requirements.txt", f"pins live in {LEARNER_REQUIREMENTS}")
     include = "include = [" + ", ".join(f'"{name}*"' for name in packages) + "]"
     text = re.sub(r"include = \[[^\]]*\]", include, text, count=1)
     sections = re.split(r"(?m)^(?=\[)", text)
