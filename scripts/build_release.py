@@ -140,14 +140,15 @@ def strip_markdown(text: str, gated: bool = False) -> tuple[str, int, bool]:
     return "".join(out), removed, gated
 
 
-def solution_blocks(text: str) -> list[str]:
-    """The bodies of the ``{solution}`` directives of a markdown text (what the book shows)."""
+def solution_blocks(text: str) -> list[tuple[str, str]]:
+    """The ``(argument, body)`` of every ``{solution}`` directive of a markdown text (what the
+    book shows; the argument is the label of its exercise)."""
     lines, blocks, i = text.splitlines(keepends=True), [], 0
     while i < len(lines):
         match = _DIRECTIVE.match(lines[i])
         end = _closing(lines, i, match.group("fence")) if match else i
         if match and match.group("name") == "solution":
-            blocks.append("".join(lines[i + 1:end]))
+            blocks.append((match.group("argument").strip(), "".join(lines[i + 1:end])))
         i = end + 1
     return blocks
 

@@ -98,7 +98,7 @@ def _secret_bodies() -> dict[tuple[str, ...], tuple[str, int]]:
                for f in [*(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "grading").rglob("*.py")]]
     for f in sorted((ROOT / "book").glob("*.ipynb")):
         for cell in json.loads(f.read_text())["cells"]:
-            for block in build_release.solution_blocks("".join(cell["source"])):
+            for _, block in build_release.solution_blocks("".join(cell["source"])):
                 sources += [(f"{f.relative_to(ROOT)} {{solution}}", code) for code in _fenced(block)]
     secret = {}
     for where, source in sources:
