@@ -230,12 +230,6 @@ def test_strip_markdown_handles_every_form():
 # --------------------------------------------------------------------------- a fresh install
 
 
-def _setup_commands(readme: str) -> str:
-    """The README's set-up block: the test installs exactly what a learner is told to."""
-    section = readme.split("## 1. Set up", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-
-
 def _env() -> dict:
     """The environment of a learner's shell: nothing of this project's on the path."""
     drop = ("PYTHONPATH", "MHA_BACKEND", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")
@@ -252,7 +246,7 @@ def installed(release, tmp_path_factory):
     with zipfile.ZipFile(release.with_suffix(".zip")) as archive:
         archive.extractall(home)
     folder = home / "release"
-    commands = _setup_commands((folder / "README.md").read_text())
+    commands = build_release.setup_commands((folder / "README.md").read_text())
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=folder, env=_env(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -320,3 +314,45 @@ def test_check_in_a_notebook_grades_the_learners_code(installed):
     finally:
         attention.write_text(original)
     assert done.returncode == 0 and "✔ softmax" in done.stdout and "passed" in done.stdout, done
+
+
+# --------------------------------------------------------------------------- the book without solutions
+
+
+def test_the_learner_book_config_hides_the_solutions_in_sphinx(tmp_path):
+    """``make book-learner``'s configuration reaches Sphinx as ``hide_solutions``, and a page
+    built with it (sphinx-exercise, as the book) shows the exercise and not its solution."""
+    from jupyter_book.config import get_final_config
+    from sphinx.cmd.build import build_main
+
+    config = tmp_path / "_config.yml"
+    assert build_release.main(["--book-config", str(config)]) == 0
+    sphinx_config, _ = get_final_config(user_yaml=config, cli_config={"latex_individualpages": False}, sourcedir=ROOT)
+    assert sphinx_config["hide_solutions"] is True
+    assert "sphinx_exercise" in sphinx_config["extensions"]
+
+    page = ("# Page\n\n```{exercise} Do it\n:label: ex-it\n\nEXERCISE-TEXT\n```\n\n"
+            "````{solution} ex-it\n:class: dropdown\n\n```python\nSOLUTION_CODE = 1\n```\n````\n")
+    shown = {}
+    for hide in (True, False):
+        src, out = tmp_path / f"src{hide}", tmp_path / f"out{hide}"
+        src.mkdir()
+        (src / "index.md").write_text(page)
+        (src / "conf.py").write_text(f"extensions = ['myst_parser', 'sphinx_exercise']\nhide_solutions = {hide}\n")
+        assert build_main(["-q", "-b", "html", str(src), str(out)]) == 0
+        shown[hide] = (out / "index.html").read_text()
+    assert "EXERCISE-TEXT" in shown[True] and "SOLUTION_CODE" not in shown[True]
+    assert "SOLUTION_CODE" in shown[False]  # the same page with solutions shown: the check can fail
+
+
+def test_a_built_book_ships_only_without_its_solutions(tmp_path):
+    site = tmp_path / "html"
+    (site / "_sources" / "book").mkdir(parents=True)
+    (site / "index.html").write_text("<html><p>exercise</p></html>")
+    (site / "_sources" / "book" / "01.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": "````{solution} ex-a\n```python\nSECRET = 1\n```\n````\n"}]}))
+    assert build_release.copy_html(site, tmp_path / "release" / "html") == 1
+    assert "SECRET" not in (tmp_path / "release" / "html" / "_sources" / "book" / "01.ipynb").read_text()
+    (site / "page.html").write_text('<div class="solution admonition dropdown">SECRET</div>')
+    with pytest.raises(SystemExit, match="page.html shows a solution"):
+        build_release.copy_html(site, tmp_path / "again")
