@@ -22,7 +22,8 @@ import build_release  # noqa: E402
 
 from autograder import SECRET, within  # noqa: E402
 
-WRONG_SOFTMAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)  # no max subtraction\n    return e / e.sum(axis=axis, keepdims=True)\n"
+WRONG_SOFTMAX = ("\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)  # no max subtraction\n"
+                 "    return e / e.sum(axis=axis, keepdims=True)\n")
 SOLUTION_DIRECTIVE = re.compile(r"\{solution(?:-start|-end)?\}")
 MIN_STATEMENT_NODES = 12  # a secret body shorter than this (``return x``) may occur by chance
 
@@ -94,8 +95,8 @@ def _secret_bodies() -> dict[tuple[str, ...], tuple[str, int]]:
     """Every function body of the solutions, the checks (known bugs), the judge and the book's
     shown solutions, as a tuple of normalised statements (``ast.dump``: comments, docstrings and
     layout do not count) -> where it is, and its size in AST nodes."""
-    sources = [(f.relative_to(ROOT).as_posix(), f.read_text())
-               for f in [*(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "grading").rglob("*.py")]]
+    files = [*(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "grading").rglob("*.py")]
+    sources = [(f.relative_to(ROOT).as_posix(), f.read_text()) for f in files]
     for f in sorted((ROOT / "book").glob("*.ipynb")):
         for cell in json.loads(f.read_text())["cells"]:
             for _, block in build_release.solution_blocks("".join(cell["source"])):
@@ -194,13 +195,15 @@ def test_the_scan_finds_a_pasted_solution(release, tmp_path):
     copy = tmp_path / "release"
     shutil.copytree(release, copy)
     source = (ROOT / "solutions" / "masking.py").read_text()
-    function = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "causal_mask")
+    function = next(n for n in ast.parse(source).body
+                    if isinstance(n, ast.FunctionDef) and n.name == "causal_mask")
     renamed = ast.unparse(function).replace("def causal_mask(", "def mine(", 1)
     pasted = "num_queries, num_keys = 3, 5\n" + "\n".join(ast.unparse(s) for s in _body(function))
     notebook = copy / "book" / "02_masking.ipynb"
     data = json.loads(notebook.read_text())
-    data["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": f"Look:\n\n```python\n{renamed}\n```\n"},
-                      {"cell_type": "code", "metadata": {}, "source": pasted, "outputs": [], "execution_count": None}]
+    data["cells"] += [
+        {"cell_type": "markdown", "metadata": {}, "source": f"Look:\n\n```python\n{renamed}\n```\n"},
+        {"cell_type": "code", "metadata": {}, "source": pasted, "outputs": [], "execution_count": None}]
     notebook.write_text(json.dumps(data))
     leaks = solution_leaks(copy)
     assert any("fenced:mine == " in leak and leak.endswith(":causal_mask") for leak in leaks), leaks
@@ -223,7 +226,8 @@ def test_strip_markdown_handles_every_form():
         {"cell_type": "markdown", "source": "```{solution-end}\n```\nafter\n"},
         {"cell_type": "code", "source": "shown()", "outputs": [{"text": "out"}], "execution_count": 3}]}
     assert build_release.strip_notebook(notebook) == 1
-    assert [c["source"] for c in notebook["cells"]] == ["intro\n" + build_release.SOLUTION_NOTE, "after\n", "shown()"]
+    sources = [c["source"] for c in notebook["cells"]]
+    assert sources == ["intro\n" + build_release.SOLUTION_NOTE, "after\n", "shown()"]
     assert notebook["cells"][-1]["outputs"] == []
 
 
@@ -234,8 +238,10 @@ def _env() -> dict:
     """The environment of a learner's shell: nothing of this project's on the path."""
     drop = ("PYTHONPATH", "MHA_BACKEND", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT)))
-    return dict(env, OMP_NUM_THREADS="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    path = env.get("PATH", "").split(os.pathsep)
+    env["PATH"] = os.pathsep.join(p for p in path if not p.startswith(str(ROOT)))  # no project venv
+    # No bytecode compiled at install (Python compiles what it imports): a third of the time.
+    return dict(env, OMP_NUM_THREADS="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_COMPILE="1")
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +279,8 @@ def test_installed_release_resolves_nothing_from_the_project(installed):
 def _self_check(folder: Path, submission: Path, *exercises: str) -> dict:
     """The release's ``mha-check`` console script on ``submission``: its JSON report."""
     out = submission.parent / f"{submission.name}.json"
-    argv = [str(submission), "--json", str(out), "--quiet", *(x for e in exercises for x in ("--exercise", e))]
+    argv = [str(submission), "--json", str(out), "--quiet"]
+    argv += [x for e in exercises for x in ("--exercise", e)]
     proc = subprocess.run([str(folder / ".venv" / "bin" / "mha-check"), *argv], cwd=submission.parent,
                           env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 1) and out.exists(), proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -308,7 +315,8 @@ def test_check_in_a_notebook_grades_the_learners_code(installed):
     assert stub.returncode == 0 and "✘ softmax" in stub.stdout and "not attempted" in stub.stdout, stub
     attention = installed / "mha_exercises" / "attention.py"
     original = attention.read_text()
-    attention.write_text(original + WRONG_SOFTMAX.replace("np.exp(x)", "np.exp(x - x.max(axis=axis, keepdims=True))"))
+    right = WRONG_SOFTMAX.replace("np.exp(x)", "np.exp(x - x.max(axis=axis, keepdims=True))")
+    attention.write_text(original + right)
     try:
         done = _python(installed, call, cwd=installed / "book")
     finally:
@@ -327,7 +335,8 @@ def test_the_learner_book_config_hides_the_solutions_in_sphinx(tmp_path):
 
     config = tmp_path / "_config.yml"
     assert build_release.main(["--book-config", str(config)]) == 0
-    sphinx_config, _ = get_final_config(user_yaml=config, cli_config={"latex_individualpages": False}, sourcedir=ROOT)
+    sphinx_config, _ = get_final_config(user_yaml=config, cli_config={"latex_individualpages": False},
+                                        sourcedir=ROOT)
     assert sphinx_config["hide_solutions"] is True
     assert "sphinx_exercise" in sphinx_config["extensions"]
 
@@ -338,7 +347,8 @@ def test_the_learner_book_config_hides_the_solutions_in_sphinx(tmp_path):
         src, out = tmp_path / f"src{hide}", tmp_path / f"out{hide}"
         src.mkdir()
         (src / "index.md").write_text(page)
-        (src / "conf.py").write_text(f"extensions = ['myst_parser', 'sphinx_exercise']\nhide_solutions = {hide}\n")
+        conf = f"extensions = ['myst_parser', 'sphinx_exercise']\nhide_solutions = {hide}\n"
+        (src / "conf.py").write_text(conf)
         assert build_main(["-q", "-b", "html", str(src), str(out)]) == 0
         shown[hide] = (out / "index.html").read_text()
     assert "EXERCISE-TEXT" in shown[True] and "SOLUTION_CODE" not in shown[True]
