@@ -70,13 +70,6 @@ def shipped_packages() -> list[str]:
     return [n for n in names if (ROOT / n / "__init__.py").exists() and not within(n, SECRET)]
 
 
-def shipped_grader_files() -> list[Path]:
-    """The grader's files a learner gets: all but ``autograder.SECRET`` (the rule, not a list)."""
-    from autograder import SECRET, within
-
-    return [p for p in _tracked(ROOT / "autograder") if not within(_module(p), SECRET)]
-
-
 def shipped_files() -> list[Path]:
     """Every file of the repository that goes into the release (the rule of the docstring)."""
     from autograder import SECRET, within
