@@ -32,7 +32,8 @@ MAX_ENV_GB = 1.5
 
 def _size(path: Path) -> int:
     """Bytes on disk under ``path`` (``du -sk``)."""
-    return int(subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]) * 1024
+    du = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True)
+    return int(du.stdout.split()[0]) * 1024
 
 
 def _mb(n: int) -> str:

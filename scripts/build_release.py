@@ -285,7 +285,7 @@ def readme(python: str, html: bool, submit: list[str]) -> str:
     else:
         book = ("The chapters are the notebooks in `book/` (open them as above); the solutions are "
                 "published after the deadline.")
-    files = ", ".join(f"`mha_exercises/{name}`" for name in submit)
+    files = "\n".join(f"- `mha_exercises/{name}`" for name in submit)
     return f"""# Multi-head attention, from the ground up: learner release
 
 The chapters are Jupyter notebooks in `book/`; your exercises are in `mha_exercises/`: replace
@@ -337,8 +337,10 @@ because your code is right, not because it fits these cases.
 
 ## 5. Hand in
 
-Hand in your exercise files: {files} (the files as you edited them, nothing else), as your
-instructor asks (for instance, uploaded together to Gradescope).
+Hand in your exercise files, as you edited them, as your instructor asks (for instance,
+uploaded together to Gradescope):
+
+{files}
 """
 
 
