@@ -17,7 +17,6 @@ Seed 0 is the chapter's model (``digits.pt``, also the grader's); seeds 1-5 give
     .venv/bin/python scripts/train_digits.py --seed 3 --check # trains, compares, writes nothing
 """
 import argparse
-import hashlib
 import json
 import platform
 import sys
@@ -87,29 +86,14 @@ def train(epochs=EPOCHS, seed=SEED, threads=THREADS, verbose=False, max_steps=No
         torch.set_num_threads(previous_threads)
 
 
-def cpu_name():
-    """The CPU's model name (Linux: /proc/cpuinfo; elsewhere what ``platform`` knows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def sha256(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def record(path, seed, seconds, accuracies):
     """Write ``path``'s entry in provenance.json: what produced these bits, and how well they do."""
     entries = json.loads(digits.PROVENANCE.read_text()) if digits.PROVENANCE.exists() else {}
+    here = digits.machine()
     entries[Path(path).name] = {
-        "seed": seed, "sha256": sha256(path),
-        "torch": torch.__version__, "python": platform.python_version(),
-        # The capability decides which vectorised kernels torch runs, hence how float32 sums round.
-        "cpu": cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "seed": seed, "sha256": digits.sha256(path),
+        "torch": here["torch"], "python": platform.python_version(),
+        "cpu": here["cpu"], "cpu_capability": here["cpu_capability"],
         "machine": platform.machine(), "threads": THREADS,
         "recipe": {"epochs": EPOCHS, "batch_size": BATCH_SIZE, "lr": LR, "weight_decay": WEIGHT_DECAY},
         "train_seconds": round(seconds, 1),
@@ -142,9 +126,10 @@ def main():
         committed = torch.load(path, weights_only=True)
         diff = max((committed[k] - state[k]).abs().max().item() for k in state)
         produced = json.loads(digits.PROVENANCE.read_text()).get(path.name, {}) if digits.PROVENANCE.exists() else {}
+        here = digits.machine()
         print(f"committed weights: made with torch {produced.get('torch', '?')} on {produced.get('cpu', '?')} "
-              f"({produced.get('cpu_capability', '?')}); here torch {torch.__version__} on {cpu_name()} "
-              f"({torch.backends.cpu.get_cpu_capability()})")
+              f"({produced.get('cpu_capability', '?')}); here torch {here['torch']} on {here['cpu']} "
+              f"({here['cpu_capability']})")
         print("bitwise identical to the committed weights" if diff == 0
               else f"DIFFERENT from the committed weights (largest difference {diff:.3g})")
         return 0 if diff == 0 else 1
