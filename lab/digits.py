@@ -7,8 +7,12 @@ of them gathers what the classifier reads. The model is a pre-norm transformer e
 *your* layer, through ``mha_exercises.backend.load``), and ``forward(x, head_mask=None)`` takes
 a ``(num_layers, num_heads)`` mask: 0 switches a head off, as if it had been pruned.
 
-The trained weights are committed in ``weights/digits.pt``; ``scripts/train_digits.py`` made
-them (fixed seed, one thread) and retraining reproduces them bitwise on the same machine.
+The trained weights are committed in ``weights/``: ``digits.pt`` (seed 0, the chapter's model
+and the grader's) and ``digits_seed<N>.pt`` (seeds 1-5, the same recipe), made by
+``scripts/train_digits.py --seed N``. Training is deterministic on one machine, not across CPUs
+(float32 sums round differently), so ``weights/provenance.json`` records the torch version and
+CPU behind each file. ``bench/pruning.py --write`` stores the lab's curves on every seed in
+``weights/pruning_curves.json``, which chapter 6 reads.
 """
 import functools
 import hashlib
