@@ -411,3 +411,46 @@ def load_results(path=RESULTS):
         results[seed] = curves
     meta = {k: v for k, v in data.items() if k != "seeds"}
     return meta, results
+
+
+def across_seeds(results, quarter):
+    """What chapter 6 states about the models of ``results = {seed: curves}``, computed in one place.
+
+    Returns ``(holding, numbers)``: ``holding[name]`` is a ``(seeds, L*H - 1)`` boolean array, where
+    ``ordering_holds`` for each order but reverse; ``numbers`` maps a name to a number (points of
+    accuracy, counts of models), the ones the chapter's text quotes.
+    """
+    curves = list(results.values())
+    names = [name for name in ORDERS if name != "reverse"]
+    holding = {name: np.array([ordering_holds(c, name) for c in curves]) for name in names}
+    numbers = {"num_seeds": len(curves)}
+    for name in names:
+        key = name.replace("-", "_").replace(" ", "_")
+        numbers[f"every_k_{key}"] = int(holding[name].all(1).sum())
+        numbers[f"on_average_{key}"] = sum(ordering_holds_on_average(c, name) for c in curves)
+    # Where the static ordering fails, and the most accuracy any order (or the random mean) keeps there.
+    num_heads = holding["static"].shape[1] + 1
+    failing = sorted({k for row in holding["static"] for k, h in enumerate(row, start=1) if not h})
+    numbers["static_failing_k"] = failing
+    numbers["most_heads_left_at_failures"] = max((num_heads - k for k in failing), default=0)
+    numbers["accuracy_left_at_failures"] = max(
+        (100 * float(max(max(c[name][k] for name in ORDERS), c["random"].mean(0)[k])) for c in curves for k in failing),
+        default=float("nan"))
+    drops = np.array([100 * (c["static"][0] - c["static"][quarter]) for c in curves])
+    random_drops = np.array([100 * (c["random"].mean(0)[0] - c["random"].mean(0)[quarter]) for c in curves])
+    numbers |= {"quarter_drops": drops.round(2).tolist(), "quarter_drop_min": float(drops.min()),
+                "quarter_drop_max": float(drops.max()), "quarter_drop_within_one": int((drops <= 1 + 1e-6).sum()),
+                "quarter_random_min": float(random_drops.min()), "quarter_random_max": float(random_drops.max())}
+    # One or two heads removed: how far the random mean falls below the importance order at most.
+    numbers["early_random_gap"] = max(100 * float(c["static"][k] - c["random"].mean(0)[k]) for c in curves for k in (1, 2))
+
+    def mean_over_k(c, name):
+        return c[name][1:-1].mean()
+
+    numbers["iterative_ahead"] = sum(bool(mean_over_k(c, "iterative") > mean_over_k(c, "static")) for c in curves)
+    numbers["iterative_worst"] = max(100 * float((c["static"] - c["iterative"]).max()) for c in curves)
+    numbers["per_layer_behind"] = sum(bool(mean_over_k(c, "per-layer static") < mean_over_k(c, "static")) for c in curves)
+    numbers["depth_falls"] = sum(bool(np.all(np.diff(c["importance"].sum(1)) < 0)) for c in curves)
+    numbers["accuracy_min"] = min(100 * float(c["static"][0]) for c in curves)
+    numbers["accuracy_max"] = max(100 * float(c["static"][0]) for c in curves)
+    return holding, numbers

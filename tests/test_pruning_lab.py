@@ -325,3 +325,23 @@ def test_digits_read_directly_equal_sklearn_load_digits():
     reference = load_digits()
     np.testing.assert_array_equal(images, reference.images)
     np.testing.assert_array_equal(target, reference.target)
+
+
+def test_across_seeds_counts_models_and_points():
+    n = 16
+    line = np.linspace(1.0, 0.1, n + 1)
+    good = {"static": line.copy(), "iterative": line + np.r_[0, np.full(n - 1, 0.01), 0],
+            "per-layer static": line - np.r_[0, np.full(n - 1, 0.02), 0], "reverse": line - np.r_[0, np.full(n - 1, 0.1), 0],
+            "random": np.stack([line - np.r_[0, np.full(n - 1, 0.05), 0]] * 3),
+            "importance": np.array([[4.0, 4.0], [3.0, 3.0], [2.0, 2.0], [1.0, 1.0]])}
+    good["per-layer iterative"] = good["per-layer static"].copy()
+    bad = copy.deepcopy(good)
+    bad["static"][15] = bad["random"].mean(0)[15] - 0.01  # one head left: the ordering fails there
+    bad["importance"] = bad["importance"][::-1]  # importance rising with depth
+    holding, numbers = digits.across_seeds({0: good, 1: bad}, quarter=4)
+    assert holding["static"].shape == (2, n - 1) and holding["static"].sum() == 2 * (n - 1) - 1
+    assert (numbers["num_seeds"], numbers["every_k_static"], numbers["on_average_static"]) == (2, 1, 2)
+    assert numbers["static_failing_k"] == [15] and numbers["most_heads_left_at_failures"] == 1
+    assert numbers["every_k_iterative"] == 2 and numbers["iterative_ahead"] == 2
+    assert numbers["per_layer_behind"] == 2 and numbers["depth_falls"] == 1
+    np.testing.assert_allclose(numbers["quarter_drops"], [100 * (line[0] - line[4])] * 2, atol=0.01)
