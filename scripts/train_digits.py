@@ -3,9 +3,9 @@
 Deterministic on one machine: a fixed seed, one thread, and every random draw
 (initialisation, shuffling, pixel shifts) from seeded generators, so that two runs on the same
 machine give the same bits (tests/test_pruning_lab.py checks it on a short run). Across
-machines they do not: float32 sums are blocked differently by different CPUs' kernels (one
-seed retrained on an Intel and an AMD CPU differed by up to 0.18 in a weight, and by one point
-of test accuracy). So each weights file's entry in lab/weights/provenance.json records the
+machines they need not: float32 sums are blocked differently by different CPUs' kernels (seed 0
+retrained on another CPU than the one recorded differed by up to 0.18 in a weight, and by about a
+point of test accuracy; ``--check`` says how far a retraining here is from the committed file). So each weights file's entry in lab/weights/provenance.json records the
 torch version, the CPU and the accuracies it was trained with, and the tests check what the
 chapter claims within the spread of the seeds, never bits against another machine's file.
 
