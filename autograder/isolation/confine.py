@@ -87,15 +87,6 @@ def confinement(run_as: bool = False) -> tuple[bool, str]:
     return s["confined"], s["why"] or "confined: " + ", ".join(s["layers"])
 
 
-def warning(run_as: bool = False) -> str | None:
-    """The loud line for stderr and the terminal table when the code is not confined."""
-    s = status(run_as)
-    if s["confined"]:
-        return None
-    return ("WARNING: the learner's code is NOT confined by the kernel here ("
-            + s["why"] + "): it can read and write whatever this user can, and reach the network.")
-
-
 # ------------------------------------------------------------------ the rules (zygote)
 
 class Policy:

@@ -54,10 +54,13 @@ def preload(drivers_name: str = "autograder.isolation.drivers"):
     os.environ["OMP_NUM_THREADS"] = "1"
     import importlib
 
+    import encodings.idna  # noqa: F401  (socket calls import it lazily: after confinement it may be unreadable)
+
     import numpy  # noqa: F401
     import torch
 
     torch.set_num_threads(1)
+    torch.ones(2).softmax(0)  # torch's lazy start-up (cpuinfo reads /proc), once, here
     from autograder.isolation import protocol
 
     protocol.capture_torch()
