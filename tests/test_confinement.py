@@ -214,6 +214,42 @@ def _memory_holds(pid: int, needles: list[bytes]) -> set:
     return found
 
 
+def _learner_side(proc, at_least: int = 2) -> list[int]:
+    """The zygote of the ``mha-grade`` process ``proc`` and its children, once there are some."""
+    deadline, learners = time.monotonic() + 120, []
+    while time.monotonic() < deadline and proc.poll() is None:
+        zygotes = _children(proc.pid)
+        learners = zygotes + [c for z in zygotes for c in _children(z)]
+        if len(learners) >= at_least:
+            return learners
+        time.sleep(0.1)
+    raise AssertionError(proc.stderr.read() if proc.poll() is not None else "no learner-side process")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_learner_processes_die_with_their_grader(tmp_path):
+    proc = mha_grade([hostile(tmp_path, "infinite_loop"), "-e", "softmax", "--time-limit", "60"], tmp_path,
+                     popen=True)
+    try:
+        learners = _learner_side(proc)
+        proc.kill()  # SIGKILL: the grader has no chance to clean up
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(map(_alive, learners)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in learners if _alive(p)]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="reads another process's memory (root)")
 def test_the_secret_seed_is_never_in_the_learner_sides_memory(tmp_path):
     # The zygote is forked from the grader's process: that process must not have held the
@@ -223,14 +259,7 @@ def test_the_secret_seed_is_never_in_the_learner_sides_memory(tmp_path):
     proc = mha_grade([sub, "-e", "softmax", "--seed", seed, "--json", tmp_path / f"{path_secret}.json",
                       "--time-limit", "30"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret}, popen=True)
     try:
-        deadline, learners = time.monotonic() + 120, []
-        while time.monotonic() < deadline:  # the zygote, and its child running the loop
-            zygotes = _children(proc.pid)
-            learners = zygotes + [c for z in zygotes for c in _children(z)]
-            if len(learners) >= 2:
-                break
-            time.sleep(0.1)
-        assert len(learners) >= 2, proc.stderr.read() if proc.poll() is not None else "no zygote"
+        learners = _learner_side(proc)  # the zygote, and its child running the loop
         with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
             assert seed.encode() not in f.read()  # the grader's own command line is a fresh one
         needles = [seed.encode(), env_secret.encode(), path_secret.encode()]
@@ -298,6 +327,18 @@ def test_symlinks_and_dotdot_in_a_zip_reach_nothing(tmp_path):
     assert results["softmax"]["score"] == 0  # the link's text is not the reference's code
     assert not (tmp_path.parent / "escaped.py").exists() and not (tmp_path / "escaped.py").exists()
     assert not list(tmp_path.parent.parent.glob("escaped.py"))
+
+
+def test_a_symlink_in_a_submission_folder_is_refused(tmp_path):
+    # The grader reads the folder (not the learner's code): a link to the reference would be
+    # graded as the learner's own work.
+    sub = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions", sub, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    (sub / "attention.py").unlink()
+    (sub / "attention.py").symlink_to(ROOT / "solutions" / "attention.py")
+    proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "attention.py: symbolic links are not accepted" in proc.stderr, proc.stderr
 
 
 def test_learners_of_a_batch_cannot_touch_each_other(tmp_path):

@@ -95,6 +95,8 @@ class Policy:
     def __init__(self):
         self.abi = landlock_abi()[0]
         self.filter = seccomp.available()[0]
+        if self.filter:
+            seccomp.prepare()
         self.reads = [(p, os.path.isdir(p)) for p in _readable()] if self.abi else []
 
 
@@ -186,7 +188,10 @@ def ruleset(policy: Policy, workdir: str):
 
 def enforce(rules, policy: Policy) -> None:
     """Apply every layer the kernel offers to this process (single-threaded: a fresh fork).
-    Raises if one fails: the caller then exits without running learner code."""
+    Raises if one fails: the caller then exits without running learner code. Elsewhere than
+    Linux there is nothing to apply (and the report says so)."""
+    if not sys.platform.startswith("linux"):
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")

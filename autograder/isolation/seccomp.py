@@ -88,13 +88,22 @@ def program() -> list[tuple[int, int, int, int]]:
     return ins + [(_RET, 0, 0, _ALLOW)]
 
 
+_LOADED: list = []  # the program as ctypes structures, built once (in the zygote) for every child
+
+
+def prepare() -> None:
+    """Build the filter's structures now (the zygote), so that each child only loads them."""
+    if not _LOADED:
+        ins = program()
+        table = (_Filter * len(ins))(*[_Filter(*i) for i in ins])
+        _LOADED[:] = [table, _Program(len(ins), table), ctypes.CDLL(None, use_errno=True)]
+
+
 def install() -> None:
     """Load the filter on this thread (the child has no other) and its future threads;
     OSError if the kernel refuses it."""
-    ins = program()
-    table = (_Filter * len(ins))(*[_Filter(*i) for i in ins])
-    prog = _Program(len(ins), table)
-    libc = ctypes.CDLL(None, use_errno=True)
+    prepare()
+    _, prog, libc = _LOADED
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # required for an unprivileged filter
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
