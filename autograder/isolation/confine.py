@@ -120,7 +120,11 @@ def _readable() -> list[str]:
     except (ImportError, ValueError):
         pass
     candidates = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    candidates |= {p for p in sys.path if p not in ("", ".")}
+    # Of the import path, only the installation's own entries: the current directory (where
+    # ``python -m`` was run: the class folder, perhaps) or a PYTHONPATH entry is nobody's to read.
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    candidates |= {p for p in sys.path if p and (os.path.basename(p) in ("site-packages", "dist-packages") or any(
+        os.path.realpath(p).startswith(prefix + os.sep) for prefix in prefixes))}
     candidates |= _mapped_directories()
     allowed: set[str] = set()
     for path in candidates:

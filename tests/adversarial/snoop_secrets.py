@@ -6,7 +6,8 @@ def softmax(x, axis=-1):
     """Looks for the grader's secrets wherever a process might find them, and reports what it
     found in its error message (which the grader shows as feedback): its own command line and
     environment (a forked process's are its parent's), every /proc entry it can read (the
-    grader's command line, environment and open files), /etc/shadow. (Its own memory is
+    grader's command line, environment and open files), a file where the grader was started,
+    /etc/shadow. (Its own memory is
     scanned from outside by the test: a scan from inside finds its own needles.)"""
     needles = [b"--seed", b"SECRET_SEED_VALUE", b"SECRET_ENV_VALUE", b"SECRET_PATH_VALUE"]
     found = set()
@@ -34,6 +35,11 @@ def softmax(x, axis=-1):
                 look(f"/proc/{pid}/fd", os.readlink(f"/proc/{pid}/fd/{fd}").encode())
         except OSError:
             pass
+    try:  # a file in the directory the grader was started from
+        with open("SECRET_FILE", "rb") as f:
+            found.add("file:" + f.read().decode())
+    except OSError:
+        pass
     try:
         with open("/etc/shadow", "rb") as f:
             found.add("shadow:" + str(len(f.read())))
