@@ -116,6 +116,18 @@ def test_a_kernel_without_landlock_is_reported_loudly(monkeypatch, tmp_path):
     assert "NOT confined" in report.confinement_warning(status) and "no Landlock" in report.confinement_warning(status)
 
 
+@pytest.mark.parametrize("abi, run_as, confined, missing", [
+    (7, False, True, ""),
+    (5, False, False, "signals to the grader"),  # no signal scoping before ABI 6 ...
+    (5, True, True, ""),  # ... but another user cannot signal the grader anyway
+    (3, True, True, ""),  # no TCP rules: the seccomp filter refuses every socket instead
+])
+def test_older_kernels_lose_layers_one_by_one(monkeypatch, abi, run_as, confined, missing):
+    monkeypatch.setattr(confine, "landlock_abi", lambda: (abi, ""))
+    status = confine.status(run_as=run_as)
+    assert status["confined"] is confined and missing in status["why"], status
+
+
 # -------------------------------------------------------- files and network
 
 def test_writes_and_connections_are_refused(tmp_path, run_as):
@@ -129,15 +141,19 @@ def test_writes_and_connections_are_refused(tmp_path, run_as):
     tcp = socket.create_server(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(str(tmp_path / "grader.sock"))
+    unix.listen()
+    os.chmod(tmp_path / "grader.sock", 0o777)
     try:
         sub = hostile(tmp_path, "write_everywhere", TCP_PORT=tcp.getsockname()[1], UDP_PORT=udp.getsockname()[1],
-                      **targets)
+                      UNIX_PATH=tmp_path / "grader.sock", **targets)
         _readable_by_everyone(tmp_path)
         out = tmp_path / "report.json"
         mha_grade([sub, *sum((["-e", e] for e in EXERCISES), []), "--json", out], tmp_path, run_as=run_as)
         results = graded(out)
         said = outcome(results["softmax"])
-        for label in ("home", "tmp", "repo", "report", "tcp", "udp"):
+        for label in ("home", "tmp", "repo", "report", "tcp", "udp", "unix"):
             assert f"{label}:refused" in said, said
         assert results["softmax"]["score"] == 0
         assert_honest_exercises_keep_their_points(results)
@@ -152,9 +168,13 @@ def test_writes_and_connections_are_refused(tmp_path, run_as):
         udp.settimeout(0.2)
         with pytest.raises(socket.timeout):
             udp.recvfrom(64)  # nothing sent
+        unix.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            unix.accept()
     finally:
         tcp.close()
         udp.close()
+        unix.close()
         shutil.rmtree(earlier.parent, ignore_errors=True)
         for path in targets.values():
             if path.is_file() and "earlier" not in str(path):

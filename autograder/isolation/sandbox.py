@@ -1,4 +1,5 @@
-"""The grader's handle on the learner's processes (the code that runs there is worker.py).
+"""The grader's handle on the learner's processes (the code that runs there is worker.py;
+how the kernel confines it, confine.py).
 
 :class:`Zygote` starts the learner-side process. From the CLI, before any reference code is
 imported, it imports torch in this process and forks the zygote from it (one torch import

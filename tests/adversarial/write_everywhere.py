@@ -4,7 +4,7 @@ import socket
 
 def softmax(x, axis=-1):
     """Writes into the grading user's home, /tmp, the project checkout and a report an earlier
-    batch left in /tmp; connects to a TCP listener and sends to a UDP one on 127.0.0.1. Says
+    batch left in /tmp; connects to a TCP listener and sends to a UDP one on 127.0.0.1, and to a Unix socket. Says
     what each attempt did in its error message."""
     outcome = []
     for label, path in (("home", "HOME_TARGET"), ("tmp", "TMP_TARGET"), ("repo", "REPO_TARGET"),
@@ -27,4 +27,11 @@ def softmax(x, axis=-1):
         outcome.append("udp:sent")
     except OSError as err:
         outcome.append(f"udp:refused({err.errno})")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+            unix.connect("UNIX_PATH")
+            unix.sendall(b"STOLEN")
+        outcome.append("unix:sent")
+    except OSError as err:
+        outcome.append(f"unix:refused({err.errno})")
     raise RuntimeError("OUTCOME " + " ".join(outcome))
