@@ -3,7 +3,7 @@ have changed nothing (no file written, no byte received, no signal, no point sco
 
 Most attacks go through ``python -m autograder`` as an instructor runs it (no extra flag):
 the command replaces itself by a fresh image and forks the zygote from it. As root they run
-again with an unprivileged learner user (``--run-as``), as on Gradescope. Each hostile
+again with an unprivileged learner user (``MHA_GRADE_USER``), as on Gradescope. Each hostile
 function is a file of ``tests/adversarial/`` appended to a copy of the solutions.
 """
 from __future__ import annotations
@@ -45,8 +45,11 @@ def hostile(tmp_path: Path, name: str, module: str = "attention", **subst) -> Pa
 
 def mha_grade(args: list, cwd: Path, env: dict | None = None, run_as: str | None = None, popen=False):
     """``python -m autograder ARGS`` as a program (the instructor's way)."""
-    cmd = [sys.executable, "-m", "autograder", *map(str, args), *(["--run-as", run_as] if run_as else [])]
+    cmd = [sys.executable, "-m", "autograder", *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    env.pop("MHA_GRADE_USER", None)
+    if run_as:
+        env["MHA_GRADE_USER"] = run_as
     if popen:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
@@ -116,15 +119,15 @@ def test_a_kernel_without_landlock_is_reported_loudly(monkeypatch, tmp_path):
     assert "NOT confined" in report.confinement_warning(status) and "no Landlock" in report.confinement_warning(status)
 
 
-@pytest.mark.parametrize("abi, run_as, confined, missing", [
+@pytest.mark.parametrize("abi, other_user, confined, missing", [
     (7, False, True, ""),
     (5, False, False, "signals to the grader"),  # no signal scoping before ABI 6 ...
     (5, True, True, ""),  # ... but another user cannot signal the grader anyway
     (3, True, True, ""),  # no TCP rules: the seccomp filter refuses every socket instead
 ])
-def test_older_kernels_lose_layers_one_by_one(monkeypatch, abi, run_as, confined, missing):
+def test_older_kernels_lose_layers_one_by_one(monkeypatch, abi, other_user, confined, missing):
     monkeypatch.setattr(confine, "landlock_abi", lambda: (abi, ""))
-    status = confine.status(run_as=run_as)
+    status = confine.status(run_as=other_user)
     assert status["confined"] is confined and missing in status["why"], status
 
 
