@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, sandbox.ZygoteError) as err:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
+        zygote.fork = False  # from now on this process holds the options: a restart starts afresh
         argv = _read_options(int(options_fd))
     return _grade(argv, zygote)
 
@@ -143,9 +144,13 @@ def _validate(args):
     if args.seed_file:
         try:
             with open(args.seed_file) as f:
-                seed = int(f.read().strip())
-        except (OSError, ValueError) as err:
-            raise _Unusable(f"--seed-file {args.seed_file}: not a readable integer ({err})") from None
+                text = f.read().strip()
+        except OSError as err:
+            raise _Unusable(f"--seed-file {args.seed_file}: cannot read it ({err.strerror})") from None
+        try:
+            seed = int(text)
+        except ValueError:
+            raise _Unusable(f"--seed-file {args.seed_file}: invalid int value {text[:20]!r}") from None
     try:
         return submission_mod.load(args.submission), seed
     except submission_mod.SubmissionError as err:

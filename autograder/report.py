@@ -134,12 +134,13 @@ def to_gradescope(report: Report) -> dict:
             if c.diagnosis and c.diagnosis.lower() not in output.lower():
                 output += f" Likely cause: {c.diagnosis}"
             tests.append(_test(f"{r.id}: {c.name}", c.score, c.max_score, c.passed, output + notes))
+    warning = confinement_warning(report.confinement)
     return _finite({
         "score": report.score,
         "execution_time": report.wall_time,
         "output": f"{_points(report.score)}/{_points(report.max_score)} points "
                   f"(seed {report.seed}, submission sha256 {report.submission_sha256[:12]}, "
-                  f"grader {report.grader_version})",
+                  f"grader {report.grader_version})" + (f"\n{warning}" if warning else ""),
         "visibility": "visible",
         "tests": tests,
     })

@@ -198,15 +198,19 @@ def test_the_solutions_and_the_checks_cannot_be_read(tmp_path, run_as):
 
 # -------------------------------------------------------------- secrets
 
-def test_the_seed_the_environment_and_the_output_paths_stay_with_the_grader(tmp_path):
+@pytest.mark.parametrize("how", ["--seed", "--seed-file"])
+def test_the_seed_the_environment_and_the_output_paths_stay_with_the_grader(tmp_path, how):
     seed, env_secret, path_secret = "86753091", "hush-TOKEN-4242", "out-PATHSECRET-77"
+    (tmp_path / "seed").write_text(seed + "\n")
+    given = [how, seed if how == "--seed" else tmp_path / "seed"]
     notes = tmp_path / "instructor-notes.txt"  # where the grader is started: its cwd
     notes.write_text("answers")
     sub = hostile(tmp_path, "snoop_secrets", SECRET_SEED_VALUE=seed, SECRET_ENV_VALUE=env_secret,
                   SECRET_PATH_VALUE=path_secret, SECRET_FILE=notes)
     out = tmp_path / f"{path_secret}.json"
-    mha_grade([sub, "-e", "softmax", "-e", "causal_mask", "--seed", seed, "--json", out], tmp_path,
+    mha_grade([sub, "-e", "softmax", "-e", "causal_mask", *given, "--json", out], tmp_path,
               env={"INSTRUCTOR_TOKEN": env_secret})
+    assert json.loads(out.read_text())["seed"] == int(seed)
     results = graded(out)
     said = results["softmax"]["cases"][0]["feedback"]
     assert "FOUND  END" in said, said  # ran, and found nothing: not in argv, environ, /proc, cwd, /etc/shadow

@@ -180,7 +180,10 @@ def ruleset(policy: Policy, workdir: str):
     rules = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)
     try:
         for path, is_dir in policy.reads:
-            rules.allow_path(path, read if is_dir else AccessFS.READ_FILE)  # a file takes file rights only
+            try:
+                rules.allow_path(path, read if is_dir else AccessFS.READ_FILE)  # a file takes file rights only
+            except FileNotFoundError:  # gone since the zygote looked: one thing fewer to read
+                continue
         rules.allow_path(f"/proc/{os.getpid()}", read)  # its own entry only: never the grader's
         rules.allow_path("/dev/null", AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE | AccessFS.IOCTL_DEV)
         rules.allow_path(workdir, write)
