@@ -8,8 +8,8 @@ each stopping what the others do not:
   reading only the Python installation and the libraries already mapped, the learner-side
   part of the grader (``autograder/isolation``, ``spec.py``) and the process's own ``/proc``
   entry; writing only its scratch directory (and ``/dev/null``). Not readable, then: the
-  solutions, the checks, the seed, other submissions, the output folder, the home directory,
-  ``/tmp``, other processes' ``/proc`` entries. No execve. No TCP bind or connect (ABI 4),
+  solutions, the checks, the seed, other submissions, the output folder, the home directory
+  (but a Python installed there), ``/tmp``, other processes' ``/proc`` entries. No execve. No TCP bind or connect (ABI 4),
   no signal to a process outside the child's own domain, no abstract Unix socket outside it
   (ABI 6). Ptrace of any process outside it is refused by Landlock itself.
 * **seccomp** (``seccomp.py``): no new socket of any family (UDP, raw, Unix: Landlock does
@@ -151,6 +151,11 @@ def _allow(path: str, secrets: set, allowed: set) -> None:
 
 
 def _mapped_directories() -> set[str]:
+    """Where the files mapped into this process are (shared libraries), but never a temporary
+    directory (where the scratch directories of other runs are)."""
+    import tempfile
+
+    temporary = tuple(os.path.realpath(t) for t in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"))
     out = set()
     try:
         with open("/proc/self/maps") as f:
@@ -158,7 +163,9 @@ def _mapped_directories() -> set[str]:
                 parts = line.split(None, 5)
                 path = parts[5].strip() if len(parts) == 6 else ""
                 if path.startswith("/") and not path.endswith("(deleted)") and not path.startswith("/dev/"):
-                    out.add(os.path.dirname(path))
+                    where = os.path.dirname(os.path.realpath(path))
+                    if not any(where == t or where.startswith(t + os.sep) for t in temporary):
+                        out.add(where)
     except OSError:
         pass
     return out
