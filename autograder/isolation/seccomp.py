@@ -9,7 +9,8 @@ without them; the child's socket to the grader was opened before), every new pro
 glibc falls back to ``clone`` when ``clone3`` says ENOSYS), ``execve``, ``ptrace`` and
 reading another process's memory, the namespace and mount calls, System V and POSIX message
 IPC (a channel between two learners of a batch), the kernel's riskier interfaces (bpf,
-perf_event_open, userfaultfd, keys), and unsetting the death signal that ties the child to
+perf_event_open, userfaultfd, keys), ``truncate`` by path (Landlock checks it only from ABI 3;
+an open file can still be truncated), and unsetting the death signal that ties the child to
 the zygote (``prctl(PR_SET_PDEATHSIG)``).
 
 Written here with ctypes (a classic BPF program of ~40 instructions, x86_64 and aarch64)
@@ -31,14 +32,14 @@ _ARCH = {
         "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
         "io_uring_setup": 425, "clone3": 435, "shmget": 29, "msgget": 68, "semget": 64, "mq_open": 240,
         "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "prctl": 157,
+        "request_key": 249, "prctl": 157, "truncate": 76,
     }),
     "aarch64": (0xC00000B7, {
         "socket": 198, "socketpair": 199, "clone": 220, "execve": 221, "ptrace": 117, "execveat": 281,
         "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268, "mount": 40,
         "umount2": 39, "pivot_root": 41, "chroot": 51, "io_uring_setup": 425, "clone3": 435, "shmget": 194,
         "msgget": 186, "semget": 190, "mq_open": 180, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-        "keyctl": 219, "add_key": 217, "request_key": 218, "prctl": 167,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "prctl": 167, "truncate": 45,
     }),
 }
 _ERRNO = {"clone3": errno.ENOSYS, "io_uring_setup": errno.ENOSYS}  # "not here": callers fall back
