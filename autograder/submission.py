@@ -59,6 +59,10 @@ def load(path: str | Path) -> Submission:
 
 def read_directory(directory: Path) -> dict[str, str]:
     sources = {}
+    links = [f.name for f in directory.iterdir() if f.is_symlink() and f.suffix in (".py", ".ipynb")]
+    if links:  # read here, by the grader: a link could name the reference solutions
+        raise SubmissionError(f"{directory}: {', '.join(sorted(links))}: symbolic links are not accepted; "
+                              "submit the files themselves")
     for name in MODULES:
         f = directory / f"{name}.py"
         if f.is_file():
