@@ -68,7 +68,7 @@ class Submission:
 
     def intake(self) -> str:
         """One paragraph for a report: what was graded, what was not."""
-        text = "graded: " + "; ".join(self.taken)
+        text = "Graded: " + "; ".join(self.taken)
         if self.ignored:
             text += ". Not graded: " + "; ".join(self.ignored)
         return text
