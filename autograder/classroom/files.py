@@ -16,11 +16,17 @@ from pathlib import Path
 
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     path = Path(path)
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    try:  # a rerun rewrites only what changed: hundreds of feedback files cost reads, not fsyncs
+        if path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode:
+            return
+    except OSError:
+        pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
