@@ -69,6 +69,22 @@ HOSTILE = {
 }
 
 
+def personalise(source: str, who: int) -> str:
+    """Every function of ``source`` opens with a statement of this learner's own, so no two
+    submissions are identical (as in a real class) while most of their code is shared."""
+    import ast
+
+    lines = source.splitlines()
+    starts = sorted({(node.body[0].lineno, node.body[0].col_offset) for node in ast.walk(ast.parse(source))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}, reverse=True)
+    for line, col in starts:
+        lines.insert(line - 1, " " * col + f"_mine = {who}")
+    return "\n".join(lines) + "\n"
+
+
+COPIERS = 5  # learners who hand in a classmate's submission, names changed
+
+
 def make_class(root: Path, n: int, start: int = 0) -> dict[str, str]:
     """``n`` submissions under ``root``: ~60% correct, ~30% one classic bug, the rest hostile.
 
@@ -95,10 +111,19 @@ def make_class(root: Path, n: int, start: int = 0) -> dict[str, str]:
         else:
             for f in (ROOT / "solutions").glob("*.py"):
                 if f.name != "__init__.py":
-                    (folder / f.name).write_text(f.read_text())
+                    (folder / f.name).write_text(personalise(f.read_text(), start + i))
             files, text = patch if patch else ("", None)
             for name in (files or "").split():
                 (folder / name).write_text((folder / name).read_text() + text)
+            if group == "correct" and 0 < n - i <= COPIERS and n > 10 * COPIERS:  # copies a classmate's code
+                j = i - 2 * COPIERS
+                while not (root / f"learner{start + j:03d}").is_dir():  # not one handed in as a zip
+                    j -= 1
+                source = root / f"learner{start + j:03d}"
+                for f in source.rglob("*.py"):
+                    text = f.read_text().replace("weights", "attn").replace("scores", "logits")
+                    (folder / f.name).write_text(text)
+                kind = f"copies {source.name}"
         if group == "correct" and i % 7 == 0:
             with zipfile.ZipFile(root / f"{learner.name}.zip", "w") as z:
                 for f in sorted(learner.rglob("*.py")):
@@ -201,9 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=110)
     console.print(table)
     sim1, sim2 = first.similarity, second.similarity
-    console.print(f"similarity: {len(sim2.clusters)} cluster(s), {len(sim2.common)} shared code(s) listed apart; "
-                  f"comparisons {sim1.compared} in the first run, {sim2.compared} in the rerun "
-                  f"({sim2.cached} from the cache)")
+    copied = {frozenset((k, v.split("copies ")[1])) for k, v in kinds.items() if "copies " in v}
+    found = {pair for pair in copied if any(pair <= set(c.learners) for c in sim1.clusters)}
+    console.print(f"similarity: {len(sim1.clusters)} cluster(s) (largest {max((len(c.learners) for c in sim1.clusters), default=0)} "
+                  f"learners), {len(sim1.common)} exact shared code(s) listed apart; the {len(copied)} copied pairs "
+                  f"found in a cluster: {len(found)}; submissions normalised: {sim1.normalised} in the first "
+                  f"run, {sim2.normalised} in the rerun ({sim2.cached} from the cache)")
     console.print(f"class files: {outputs}; {feedback} feedback files for {total + 5} learners on the roster; "
                   f"{late_rows} late rows; {len(second.missing)} without a submission")
     errors = [o for o in first.outcomes + second.outcomes if o.error]
@@ -215,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         "every class file written": all(outputs.values()) and feedback == total + 5,
         f"{args.late + args.more} late rows": late_rows == args.late + args.more,
         "no grader failure": not errors,
+        "every copied pair found": found == copied,
+        f"similarity normalises only the {args.more} new": sim2.normalised == args.more,
     }
     if third is not None:
         checks["a changed check regrades everyone"] = third.graded == total

@@ -5,6 +5,7 @@ so they test the batch machinery itself; ``test_batch_with_the_real_pipeline`` r
 isolated grader on a three-learner class and one exercise.
 """
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -148,24 +149,51 @@ def test_summary_counts_mistakes_once_per_learner():
     assert "| `softmax` | 5 | 25% | 75% | 1.88 | no max subtraction (2/4); wrong axis (1/4) |" in md
 
 
-def test_similarity_sees_through_renaming_and_formatting():
-    body = ("import numpy as np\n\ndef softmax(x, axis=-1):\n    '''Mine.'''\n"
-            "    shifted = x - np.max(x, axis=axis, keepdims=True)  # stability\n"
-            "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
-            "    return exps / total\n")
-    renamed = ("import numpy as np\ndef softmax(logits, axis = -1):\n    # copied\n"
-               "    z = logits - np.max(logits, axis=axis, keepdims=True)\n    e = np.exp(z)\n"
-               "    s = np.sum(e, axis=axis, keepdims=True)\n\n    return e/s\n")
-    own = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
-           "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
-           "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
-           "    return np.moveaxis(out, -1, axis)\n")
+BODY = ("import numpy as np\n\ndef softmax(x, axis=-1):\n    \'\'\'Mine.\'\'\'\n"
+        "    shifted = x - np.max(x, axis=axis, keepdims=True)  # stability\n"
+        "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
+        "    return exps / total\n")
+RENAMED = ("import numpy as np\ndef softmax(logits, axis = -1):\n    # copied\n"
+           "    z = logits - np.max(logits, axis=axis, keepdims=True)\n    e = np.exp(z)\n"
+           "    s = np.sum(e, axis=axis, keepdims=True)\n\n    return e/s\n")
+OWN = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
+       "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
+       "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
+       "    return np.moveaxis(out, -1, axis)\n")
+
+
+def _similar(tmp_path, learners: dict[str, str], finder=None):
+    finder = finder or similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
+    code = {k: finder.code(hashlib.sha256(v.encode()).hexdigest(), {"attention": v}) for k, v in learners.items()}
+    return finder, finder.run(code)
+
+
+def test_similarity_sees_through_renaming_and_formatting(tmp_path):
     stub = (ROOT / "mha_exercises" / "attention.py").read_text()
-    pairs = similarity.compare({"ada": {"attention": body}, "bob": {"attention": renamed},
-                                "cy": {"attention": own}, "s1": {"attention": stub}, "s2": {"attention": stub}},
-                               threshold=0.9)
-    assert [(p.a, p.b, list(p.exercises)) for p in pairs] == [("ada", "bob", ["softmax"])]
-    assert pairs[0].exercises["softmax"] == 1.0
+    _, result = _similar(tmp_path, {"ada": BODY, "bob": RENAMED, "cy": OWN, "s1": stub, "s2": stub})
+    assert [(c.learners, c.exercises) for c in result.clusters] == [(["ada", "bob"], {"softmax": 1.0})]
+
+
+def test_similarity_leaves_out_common_code_and_normalises_only_new_submissions(tmp_path):
+    template = ("import numpy as np\ndef softmax(x, axis=-1):\n    m = np.max(x, axis=axis, keepdims=True)\n"
+                "    y = np.exp(x - m)\n    d = np.sum(y, axis=axis, keepdims=True)\n    r = y / d\n"
+                "    assert np.all(np.isfinite(r))\n    return r\n")
+    # A class from one template: each learner adds a line of their own; two share a block of theirs.
+    learners = {f"t{i}": template.replace("    return r", f"    r = r + {i} * 0\n    return r") for i in range(8)}
+    shared = ("    lo = np.finfo(r.dtype).tiny\n    r = np.where(r < lo, 0, r)\n"
+              "    r = r / np.maximum(r.sum(axis=axis, keepdims=True), lo)\n    return r")
+    learners["t6"] = learners["t7"] = template.replace("    return r", shared)
+    learners.update(ada=BODY, bob=RENAMED, cy=OWN)
+    finder, result = _similar(tmp_path, learners)
+    assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["t6", "t7"]]
+    assert finder.normalised == len(set(learners.values())) and finder.cached == len(learners) - finder.normalised
+    # One late submission: only it is normalised; the others come from the cache.
+    late = OWN.replace("    return np.moveaxis", "    out = out.astype(x.dtype)\n    return np.moveaxis")
+    again, result = _similar(tmp_path, {**learners, "dee": late})
+    assert (again.normalised, again.cached) == (1, len(learners))
+    assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["cy", "dee"], ["t6", "t7"]]
+    md = similarity.clusters_markdown(result)
+    assert "3 learners" not in md and "2 learners: cy, dee" in md
 
 
 def test_batch_with_the_real_pipeline(tmp_path):
@@ -297,34 +325,3 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     assert "<table>" in (out / "feedback" / "ada.html").read_text()
     anonymous = (out / "anonymous" / "grades.csv").read_text()
     assert "ada" not in anonymous and "learner-" in anonymous
-
-
-def test_similarity_clusters_skip_common_code_and_compare_only_new_code(tmp_path):
-    body = ("import numpy as np\n\ndef softmax(x, axis=-1):\n"
-            "    shifted = x - np.max(x, axis=axis, keepdims=True)\n"
-            "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
-            "    return exps / total\n")
-    renamed = body.replace("shifted", "z").replace("exps", "e").replace("total", "s") + "\n# mine\n"
-    own = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
-           "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
-           "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
-           "    return np.moveaxis(out, -1, axis)\n")
-    template = ("import numpy as np\ndef softmax(x, axis=-1):\n    m = np.max(x, axis=axis, keepdims=True)\n"
-                "    y = np.exp(x - m)\n    d = np.sum(y, axis=axis, keepdims=True)\n    r = y / d\n"
-                "    assert np.all(np.isfinite(r))\n    return r\n")
-    learners = {"ada": body, "bob": renamed, "cy": own, **{f"t{i}": template for i in range(6)}}
-    sim = similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
-    code = {k: sim.tokens(str(i), {"attention": v}) for i, (k, v) in enumerate(learners.items())}
-    result = sim.run(code)
-    assert [(c.learners, list(c.exercises)) for c in result.clusters] == [(["ada", "bob"], ["softmax"])]
-    assert [(c.exercise, c.learners) for c in result.common] == [("softmax", 6)]
-    first_compared = result.compared
-    assert first_compared > 0
-    # One late submission: compared with the others once; the old pairs come from the cache.
-    again = similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
-    late = own.replace("    return np.moveaxis", "    out = out.astype(x.dtype)\n    return np.moveaxis")
-    code["dee"] = again.tokens("late", {"attention": late})
-    result = again.run(code)
-    assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["cy", "dee"]]
-    # ada and bob normalise to one sequence: dee's code is compared with two, once each.
-    assert (first_compared, result.compared, result.cached) == (1, 2, 1)

@@ -415,9 +415,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             sha = "unreadable:" + hashlib.sha256(refused[learner].encode()).hexdigest()
         hashes[learner] = {"sha256": sha, **key}
         report_file = out / "reports" / f"{learner}.json"
-        if learner in refused:
+        if learner in refused:  # nothing to grade: its report says why, at no cost
             report = error_report(learner, refused[learner], exercises, seed)
-            result.outcomes.append(Outcome(learner, report, 0.0))
+            result.outcomes.append(Outcome(learner, report, 0.0, skipped=known.get(learner) == hashes[learner]))
             continue
         cached = files.read_json(report_file, warn) if known.get(learner) == hashes[learner] else None
         if isinstance(cached, dict) and "exercises" in cached:
@@ -436,7 +436,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         files.write_json(hashes_file, known)
 
     for o in result.outcomes:
-        if not o.skipped:
+        if o.learner in refused:
             save(o)
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=console, disable=not progress,
@@ -463,7 +463,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     if similarity:
         from . import similarity as sim
         finder = sim.Similarity(out / ".similarity", warn=warn)
-        code = {learner: finder.tokens(sub.sha256, sub.sources) for learner, sub in loaded.items()}
+        code = {learner: finder.code(sub.sha256, sub.sources) for learner, sub in loaded.items()}
         result.similarity = finder.run(code)
         files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
         files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))

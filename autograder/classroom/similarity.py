@@ -1,37 +1,38 @@
-"""``--similarity``: groups of submissions whose exercise code is near-identical.
+"""``--similarity``: groups of learners whose exercise code is near-identical.
 
-An integrity aid, not a verdict: it points an instructor at pairs worth reading. Each exercise's
-definition is normalised so that renaming variables, reformatting, and editing comments or
-docstrings change nothing: docstrings dropped, every identifier (names, arguments, the
-function's own locals) replaced by a placeholder numbered in order of first use, then
-printed back by ``ast.unparse`` (which drops comments and fixes the layout) and split into
-tokens. Two learners' token sequences are compared with ``difflib``'s ratio (1.0 = identical).
-Code equal to the stub is ignored, and so are definitions shorter than ``MIN_TOKENS`` tokens:
-short exercises are naturally alike across honest learners.
+An integrity aid, not a verdict: it points an instructor at submissions worth reading.
 
-For a class, :class:`Similarity` adds what makes it scale and read well:
+1. **Normalise** each exercise's definition, so that renaming variables, reformatting, and
+   editing comments or docstrings change nothing: docstrings dropped, every identifier
+   replaced by a placeholder numbered in order of first use, printed back by ``ast.unparse``
+   (which drops comments and fixes the layout) and split into tokens. Code equal to the stub
+   and definitions shorter than ``MIN_TOKENS`` tokens are left out: short exercises are
+   naturally alike across honest learners.
+2. **Fingerprint** the tokens (winnowing, as MOSS does: hashes of every ``K``-token window,
+   the smallest of each ``W`` consecutive ones kept), so that any shared run of at least
+   ``K + W - 1`` tokens shows as a shared fingerprint.
+3. **Leave out common code**: a fingerprint found in ``COMMON_SHARE`` of the class or more
+   (at least ``COMMON_MIN`` learners) belongs to a template, a published solution or the one
+   natural way to write a line, and links nobody (MOSS's ``-m``, JPlag's base code, without
+   needing the template).
+4. **Link** two learners on an exercise when the smaller of their sets of remaining
+   fingerprints is at least ``THRESHOLD`` contained in the other (and holds at least
+   ``MIN_FINGERPRINTS``), found through an inverted index (fingerprint -> learners), so the
+   work grows with the shared fingerprints, not with the number of pairs; report the
+   *clusters* (connected groups) and the exercises that link each.
 
-* each submission's normalised code is cached by its content hash (``.similarity/``), and
-  each comparison by the two token sequences' hashes, so a rerun after late submissions
-  compares only the new code with the rest; identical sequences are grouped and never
-  compared twice;
-* code shared *exactly* by many learners (``COMMON_SHARE`` of the class, at least
-  ``COMMON_MIN``) is a template or a published solution: it is listed apart, once, and
-  links nobody;
-* learners are linked when an exercise of theirs is at or above the threshold, and the
-  report lists the *clusters* (connected groups), each with the exercises that link it,
-  not every pair: a class copying one source is one line, not thousands.
+Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``): a rerun
+after late submissions normalises only the new ones; steps 3-4 are a linear pass over the
+class's fingerprints.
 """
 from __future__ import annotations
 
 import ast
 import csv
-import difflib
 import hashlib
 import io
-import itertools
-import json
 import tokenize
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,22 +40,12 @@ from ..spec import MODULE_OF, POINTS
 
 THRESHOLD = 0.9
 MIN_TOKENS = 40
-COMMON_SHARE = 0.2  # of the class sharing one exact code: a template, not a copy
+K, W = 8, 4  # k-gram length and winnowing window, in tokens
+MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
+COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
 COMMON_MIN = 5
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
-
-
-@dataclass
-class Pair:
-    a: str
-    b: str
-    exercises: dict[str, float]  # exercise id -> similarity ratio, those above the threshold
-    tokens: int  # tokens of the matching exercises (the larger of the two), to rank pairs
-
-    @property
-    def mean(self) -> float:
-        return sum(self.exercises.values()) / len(self.exercises)
 
 
 class _Normalise(ast.NodeTransformer):
@@ -102,6 +93,14 @@ def normalised_tokens(source: str, name: str) -> list[str] | None:
             if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
 
 
+def fingerprints(tokens: list[str]) -> list[int]:
+    """Winnowed hashes of the ``K``-token windows (stable across runs and machines)."""
+    grams = [int.from_bytes(hashlib.blake2b("\0".join(tokens[i:i + K]).encode(), digest_size=8).digest(), "big")
+             for i in range(max(1, len(tokens) - K + 1))]
+    kept = {min(grams[i:i + W]) for i in range(max(1, len(grams) - W + 1))}
+    return sorted(kept)
+
+
 def _stub_tokens() -> dict[str, list[str] | None]:
     stubs = {}
     for exercise, module in MODULE_OF.items():
@@ -110,49 +109,11 @@ def _stub_tokens() -> dict[str, list[str] | None]:
     return stubs
 
 
-def exercise_code(sources: dict[str, dict[str, str]]) -> dict[str, dict[str, list[str]]]:
-    """``{learner: {module: source}}`` -> ``{exercise: {learner: tokens}}``, stubs and short code left out."""
-    stubs = _stub_tokens()
-    code: dict[str, dict[str, list[str]]] = {}
-    for learner, modules in sources.items():
-        for exercise, module in MODULE_OF.items():
-            tokens = normalised_tokens(modules.get(module, ""), exercise)
-            if tokens and tokens != stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
-                code.setdefault(exercise, {})[learner] = tokens
-    return code
-
-
-def compare(sources: dict[str, dict[str, str]], threshold: float = THRESHOLD) -> list[Pair]:
-    """Pairs of learners with at least one exercise at or above ``threshold``, most alike first."""
-    pairs: dict[tuple[str, str], Pair] = {}
-    for exercise, by_learner in exercise_code(sources).items():
-        for (a, ta), (b, tb) in itertools.combinations(sorted(by_learner.items()), 2):
-            m = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-            # The cheap upper bounds first: most pairs are far apart.
-            if m.real_quick_ratio() < threshold or m.quick_ratio() < threshold:
-                continue
-            ratio = m.ratio()
-            if ratio >= threshold:
-                pair = pairs.setdefault((a, b), Pair(a, b, {}, 0))
-                pair.exercises[exercise] = ratio
-                pair.tokens += max(len(ta), len(tb))
-    order = {e: i for i, e in enumerate(POINTS)}
-    for p in pairs.values():
-        p.exercises = dict(sorted(p.exercises.items(), key=lambda kv: order.get(kv[0], 99)))
-    return sorted(pairs.values(), key=lambda p: (-p.tokens, -p.mean, p.a, p.b))
-
-
-# ------------------------------------------------------------------------------- a class
-
-def _digest(tokens: list[str]) -> str:
-    return hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24]
-
-
 @dataclass
 class Cluster:
     learners: list[str]
-    exercises: dict[str, float]  # exercise -> the highest ratio inside the cluster
-    links: int  # learner pairs at or above the threshold inside it
+    exercises: dict[str, float]  # exercise -> the highest containment inside the cluster
+    links: int  # learner pairs linked inside it
 
 
 @dataclass
@@ -166,95 +127,67 @@ class SimilarityResult:
     clusters: list[Cluster]
     common: list[Common]
     threshold: float
-    compared: int  # comparisons made in this run (the rest came from the cache)
+    normalised: int  # submissions normalised in this run (the others came from the cache)
     cached: int
 
 
 class Similarity:
-    """Normalised code and comparisons of a class, cached in ``folder`` between runs."""
+    """The class's fingerprints, cached per submission in ``folder`` between runs."""
 
-    def __init__(self, folder, threshold: float = THRESHOLD, write=None, warn=print):
-        from .files import read_json, write_json
-
+    def __init__(self, folder, threshold: float = THRESHOLD, warn=print):
         self.folder = Path(folder)
         self.threshold = threshold
-        self._write = write or write_json
         self._warn = warn
-        self._stubs = _stub_tokens()
-        state = read_json(self.folder / "comparisons.json", warn) or {}
-        if state.get("version") != CACHE_VERSION or state.get("threshold") != threshold:
-            state = {}
-        # exercise -> digests already compared with each other; "a|b|exercise" -> ratio (matches only)
-        self.seen: dict[str, set] = {e: set(v) for e, v in state.get("seen", {}).items()}
-        self.matches: dict[str, float] = state.get("matches", {})
+        self._stubs = None
+        self.normalised = self.cached = 0
 
-    def tokens(self, content_hash: str, sources: dict[str, str]) -> dict[str, list[str]]:
-        """``{exercise: tokens}`` of one submission, from the cache when its hash is known."""
-        from .files import read_json
+    def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
+        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission."""
+        from .files import read_json, write_json
 
         f = self.folder / "code" / f"{content_hash}.json"
-        cached = read_json(f, self._warn) if f.exists() else None
-        if isinstance(cached, dict) and cached.get("version") == CACHE_VERSION:
-            return cached["tokens"]
-        found = {}
+        found = read_json(f, self._warn) if f.exists() else None
+        if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
+            self.cached += 1
+            return found["exercises"]
+        self.normalised += 1
+        if self._stubs is None:
+            self._stubs = _stub_tokens()
+        exercises = {}
         for exercise, module in MODULE_OF.items():
             tokens = normalised_tokens(sources.get(module, ""), exercise)
             if tokens and tokens != self._stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
-                found[exercise] = tokens
-        self._write(f, {"version": CACHE_VERSION, "tokens": found})
-        return found
+                exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
+                                       "fingerprints": fingerprints(tokens)}
+        write_json(f, {"version": CACHE_VERSION, "exercises": exercises})
+        return exercises
 
-    def run(self, code: dict[str, dict[str, list[str]]]) -> SimilarityResult:
-        """``code``: ``{learner: {exercise: tokens}}`` -> clusters and common code."""
+    def run(self, code: dict[str, dict[str, dict]]) -> SimilarityResult:
+        """``code``: ``{learner: self.code(...)}`` -> clusters and common code."""
         n = len(code)
-        by_exercise: dict[str, dict[str, list[str]]] = {}  # exercise -> digest -> learners
-        sequences: dict[str, list[str]] = {}
-        for learner, exercises in code.items():
-            for exercise, tokens in exercises.items():
-                d = _digest(tokens)
-                sequences[d] = tokens
-                by_exercise.setdefault(exercise, {}).setdefault(d, []).append(learner)
-        common, links = [], {}  # links: (a, b) -> {exercise: ratio}
-        compared = cached = 0
-        for exercise, groups in by_exercise.items():
-            limit = max(COMMON_MIN, COMMON_SHARE * n)
-            shared = {d for d, ls in groups.items() if len(ls) >= limit}
-            common += [Common(exercise, len(groups[d])) for d in shared]
-            digests = sorted(d for d in groups if d not in shared)
-            seen = self.seen.setdefault(exercise, set())
-            for d in digests:  # identical code: ratio 1, no comparison
-                for a, b in itertools.combinations(sorted(groups[d]), 2):
-                    links.setdefault((a, b), {})[exercise] = 1.0
-            for da, db in itertools.combinations(digests, 2):
-                key = f"{da}|{db}|{exercise}"
-                if da in seen and db in seen:
-                    cached += 1
-                    ratio = self.matches.get(key)
-                else:
-                    compared += 1
-                    ratio = _ratio(sequences[da], sequences[db], self.threshold)
-                    if ratio is not None:
-                        self.matches[key] = ratio
-                if ratio is None:
-                    continue
-                for a in groups[da]:
-                    for b in groups[db]:
-                        pair = tuple(sorted((a, b)))
-                        links.setdefault(pair, {})[exercise] = max(ratio, links.get(pair, {}).get(exercise, 0))
-            seen.update(digests)
-        self._write(self.folder / "comparisons.json", {
-            "version": CACHE_VERSION, "threshold": self.threshold,
-            "seen": {e: sorted(v) for e, v in self.seen.items()}, "matches": self.matches})
-        return SimilarityResult(_clusters(links), sorted(common, key=lambda c: (-c.learners, c.exercise)),
-                                self.threshold, compared, cached)
-
-
-def _ratio(ta: list[str], tb: list[str], threshold: float) -> float | None:
-    m = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    if m.real_quick_ratio() < threshold or m.quick_ratio() < threshold:  # cheap upper bounds first
-        return None
-    ratio = m.ratio()
-    return ratio if ratio >= threshold else None
+        limit = max(COMMON_MIN, COMMON_SHARE * n)
+        links: dict[tuple[str, str], dict[str, float]] = {}
+        common = []
+        for exercise in POINTS:
+            mine = {learner: ex[exercise] for learner, ex in code.items() if exercise in ex}
+            digests = Counter(c["digest"] for c in mine.values())
+            common += [Common(exercise, k) for _, k in digests.most_common() if k >= limit]
+            frequency = Counter(fp for c in mine.values() for fp in set(c["fingerprints"]))
+            rare = {learner: {fp for fp in c["fingerprints"] if frequency[fp] < limit} for learner, c in mine.items()}
+            index: dict[int, list[str]] = defaultdict(list)
+            for learner in sorted(rare):
+                for fp in rare[learner]:
+                    index[fp].append(learner)
+            shared: Counter = Counter()
+            for learners in index.values():
+                for i, a in enumerate(learners):
+                    for b in learners[i + 1:]:
+                        shared[a, b] += 1
+            for (a, b), k in shared.items():
+                smaller = min(len(rare[a]), len(rare[b]))
+                if smaller >= MIN_FINGERPRINTS and k / smaller >= self.threshold:
+                    links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
+        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached)
 
 
 def _clusters(links: dict[tuple[str, str], dict[str, float]]) -> list[Cluster]:
@@ -287,7 +220,7 @@ def _clusters(links: dict[tuple[str, str], dict[str, float]]) -> list[Cluster]:
 def clusters_csv(result: SimilarityResult, rename=lambda x: x) -> str:
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["cluster", "size", "learners", "exercises (highest ratio)", "linked_pairs"])
+    w.writerow(["cluster", "size", "learners", "exercises (highest containment)", "linked_pairs"])
     for i, c in enumerate(result.clusters, 1):
         w.writerow([i, len(c.learners), " ".join(rename(x) for x in c.learners),
                     " ".join(f"{e}:{r:.2f}" for e, r in c.exercises.items()), c.links])
@@ -296,9 +229,10 @@ def clusters_csv(result: SimilarityResult, rename=lambda x: x) -> str:
 
 def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
     lines = ["# Near-identical exercise code", "",
-             f"Learners are grouped when one of their exercises is at or above a ratio of "
-             f"{result.threshold:g} once names, comments and layout are normalised (stub code and "
-             f"definitions under {MIN_TOKENS} tokens ignored). A pointer for reading, not a verdict.", ""]
+             f"Learners are grouped when, for one of their exercises, at least {result.threshold:.0%} of the "
+             f"distinctive fingerprints of one's code (names, comments and layout normalised; code found "
+             f"in {COMMON_SHARE:.0%} of the class or more, stub code and definitions under {MIN_TOKENS} "
+             f"tokens left out) are in the other's. A pointer for reading, not a verdict.", ""]
     if result.common:
         lines += ["Code shared exactly by many learners (a template, a published solution, or the one "
                   "natural way to write it) links nobody:", ""]
@@ -316,10 +250,10 @@ def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
 def clusters_table(result: SimilarityResult, limit: int = 20):
     from rich.table import Table
 
-    table = Table(title=f"Near-identical exercise code (ratio >= {result.threshold:g}): "
+    table = Table(title=f"Near-identical exercise code (containment >= {result.threshold:g}): "
                         f"{len(result.clusters)} cluster(s)"
                         + (f", the {limit} largest shown (all in similarity.md)" if len(result.clusters) > limit else ""))
-    for name in ("learners", "exercises (highest ratio)"):
+    for name in ("learners", "exercises (highest containment)"):
         table.add_column(name, overflow="fold")
     for c in result.clusters[:limit]:
         table.add_row(", ".join(c.learners), ", ".join(f"{e} ({r:.2f})" for e, r in c.exercises.items()))
