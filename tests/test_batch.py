@@ -325,3 +325,15 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     assert "<table>" in (out / "feedback" / "ada.html").read_text()
     anonymous = (out / "anonymous" / "grades.csv").read_text()
     assert "ada" not in anonymous and "learner-" in anonymous
+
+
+def test_batch_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
+    root = _class(tmp_path, {"ada": GOOD})
+    out = tmp_path / "out"
+    monkeypatch.setattr(batch, "_confinement", lambda: (False, "the kernel offers no Landlock"))
+    assert batch.main([str(root), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be confined here (the kernel offers no Landlock)" in err and "--unconfined" in err
+    assert not out.exists()
+    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: batch.BatchResult())
+    assert batch.main([str(root), "--out", str(out), "--quiet", "--unconfined"]) == 0
