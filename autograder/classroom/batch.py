@@ -610,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="grade again even the unchanged submissions")
     parser.add_argument("--similarity", action="store_true",
                         help="group submissions with near-identical exercise code (similarity.md)")
-    parser.add_argument("--exercise", action="append", dest="exercises", metavar="ID",
+    parser.add_argument("--exercise", "-e", action="append", dest="exercises", metavar="ID",
                         help="grade only this exercise (repeatable)")
     parser.add_argument("--seed", type=int, help="seed of the randomized cases (default: drawn once for OUT, "
                                                  "stored in OUT/.seed and reused; keep it secret)")
