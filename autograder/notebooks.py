@@ -30,7 +30,6 @@ import ast
 import json
 import re
 import symtable
-from pathlib import Path
 
 from .spec import MODULE_OF
 

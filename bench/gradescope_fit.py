@@ -27,7 +27,6 @@ exercise's time limit (an estimate: one exercise's cases run in one process).
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import os
 import subprocess

@@ -3,7 +3,6 @@
 Each case is one way a real class hands work in; each must grade to its honest score (here:
 what is read, which decides the score) with a message saying what was taken and ignored.
 """
-import io
 import os
 import stat
 import zipfile

@@ -43,7 +43,6 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, is_dataclass
-from datetime import datetime, timezone
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
