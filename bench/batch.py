@@ -10,7 +10,8 @@ feedback file per learner and the similarity clusters, and the bench checks they
 
 Targets: at most 0.2 s of wall time per submission for the first run (everything included:
 the grader's imports, the learner-side zygotes, the class files, similarity); the rerun after
-5 more arrive grades exactly those 5 and takes under 10% of the first run's time.
+5 more arrive grades exactly those 5 and takes under 10% of the first run's time (the 5 are
+a mix too: one of them hangs, and costs its exercise's 10 s time limit).
 
     python bench/batch.py [--n 300] [--late 10] [--more 5] [--jobs 2] [--target 0.2] [--regrade]
 
