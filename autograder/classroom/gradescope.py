@@ -61,7 +61,7 @@ def results(report: dict, intake: str = "") -> dict:
         if failing:
             detail = "\n".join(f"{c['name']}: {c.get('feedback') or 'failed'}" for c in failing)
             tests.append({"name": f"{ex['id']}: details of the failing cases", "score": 0.0, "max_score": 0.0,
-                          "output": _clean(detail, seed), "visibility": DETAILS_VISIBILITY})
+                          "status": "failed", "output": _clean(detail, seed), "visibility": DETAILS_VISIBILITY})
     total = _round(total)
     max_total = sum(float(ex.get("max_score", 0)) for ex in report.get("exercises", []))
     output = f"{_points(total)}/{_points(max_total)} points."
