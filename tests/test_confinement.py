@@ -358,16 +358,21 @@ def test_symlinks_and_dotdot_in_a_zip_reach_nothing(tmp_path):
     assert not list(tmp_path.parent.parent.glob("escaped.py"))
 
 
-def test_a_symlink_in_a_submission_folder_is_refused(tmp_path):
+def test_a_symlink_in_a_submission_folder_is_not_followed(tmp_path):
     # The grader reads the folder (not the learner's code): a link to the reference would be
-    # graded as the learner's own work.
+    # graded as the learner's own work. The link is left out, and the report says so.
     sub = tmp_path / "submission"
     shutil.copytree(ROOT / "solutions", sub, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
     (sub / "attention.py").unlink()
     (sub / "attention.py").symlink_to(ROOT / "solutions" / "attention.py")
-    proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and "attention.py: symbolic links are not accepted" in proc.stderr, proc.stderr
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax", "-e", "causal_mask",
+                           "--json", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    scores = {e["id"]: e["score"] for e in report["exercises"]}
+    assert scores["softmax"] == 0 and scores["causal_mask"] == 4  # the honest file keeps its points
+    assert "attention.py (a symbolic link, not followed)" in json.dumps(report)
 
 
 def test_learners_of_a_batch_cannot_touch_each_other(tmp_path):
