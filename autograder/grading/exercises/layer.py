@@ -164,16 +164,21 @@ MULTI_HEAD_ATTENTION = Exercise(
 # --- parameter_count ---------------------------------------------------------------------------
 
 def count_cases(rng):
-    def case(name, *args, **kwargs):
-        return call_case(name, "parameter_count", list(args), kwargs)
+    def case(name, *args, rung=0, **kwargs):
+        return call_case(name, "parameter_count", list(args), kwargs, rung=rung)
 
+    def dims(n):  # distinct sizes, so that a swapped argument shows
+        return [int(x) for x in rng.choice(np.arange(3, 130), n, replace=False)]
+
+    q, k, v, o = dims(4)
     return [
-        case("the docstring's example: 4 heads, key_dim 128, 100-dim inputs", 100, 4, 128),
-        case("value_dim given", 16, 2, 8, value_dim=5),
-        case("value_dim and output_dim given", 16, 2, 8, value_dim=5, output_dim=7),
-        case("bias=False", 12, 3, 4, bias=False),
-        case("output_dim given, bias=False", 12, 3, 4, output_dim=20, bias=False),
-        case("one head, all arguments positional", 7, 1, 3, 2, 9, True),
+        case("query_dim, num_heads, key_dim; the rest defaulted", q, int(rng.integers(2, 9)), k),
+        case("one head, the rest defaulted", dims(1)[0], 1, k),
+        case("value_dim given", q, int(rng.integers(2, 9)), k, value_dim=v, rung=1),
+        case("value_dim and output_dim given", v, int(rng.integers(2, 9)), k, value_dim=q, output_dim=o, rung=1),
+        case("bias=False", q, int(rng.integers(2, 9)), o, bias=False, rung=2),
+        case("output_dim given, bias=False", k, int(rng.integers(2, 9)), v, output_dim=o, bias=False, rung=2),
+        case("one head, all six arguments positional", dims(1)[0], 1, *dims(3), True, rung=2),
     ]
 
 
@@ -198,9 +203,17 @@ def parameter_count_ignores_output_dim(query_dim, num_heads, key_dim, value_dim=
     return reference_parameter_count(query_dim, num_heads, key_dim, value_dim, None, bias)
 
 
+def parameter_count_without_output_bias(query_dim, num_heads, key_dim, value_dim=None, output_dim=None, bias=True):
+    output_dim = query_dim if output_dim is None else output_dim
+    return reference_parameter_count(query_dim, num_heads, key_dim, value_dim, output_dim, bias) - bias * output_dim
+
+
 PARAMETER_COUNT = Exercise(
     id="parameter_count",
     cases=count_cases,
+    ladder=(("value_dim and output_dim defaulted", ""),
+            ("value_dim or output_dim given", "W_v has num_heads * value_dim outputs and W_o maps them to output_dim"),
+            ("bias=False", "without biases only the four weight matrices count")),
     bugs={
         "your count leaves out the biases (bias=True has one per output feature of each projection)":
             parameter_count_without_biases,
@@ -208,6 +221,8 @@ PARAMETER_COUNT = Exercise(
         "projection has num_heads * key_dim outputs": parameter_count_dims_not_per_head,
         "your count defaults value_dim to query_dim: it defaults to key_dim":
             parameter_count_value_dim_defaults_to_query_dim,
+        "your count leaves out the output projection's bias b_o (output_dim entries)":
+            parameter_count_without_output_bias,
         "your count ignores output_dim: W_o maps num_heads * value_dim features to output_dim":
             parameter_count_ignores_output_dim,
     },

@@ -8,6 +8,8 @@ structure and by its outputs, which must equal the unpruned layer's with those h
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -53,34 +55,43 @@ def _random_state(rng, config):
 
 # --- head_importance ----------------------------------------------------------------------------
 
-def importance_cases(rng):
-    state = _lab_state()
+@functools.lru_cache(maxsize=1)
+def _lab_data():
+    """The lab's committed weights and validation split, read once per process (every draw uses them)."""
     x, y = digits.load_split("val")
-    x, y = x.numpy(), y.numpy()
+    return _lab_state(), x.numpy(), y.numpy()
+
+
+def importance_cases(rng):
+    state, x, y = _lab_data()
     L, H = digits.CONFIG["num_layers"], digits.CONFIG["num_heads"]
     lab = {"config": dict(digits.CONFIG), "state": state}
 
-    def case(name, n, batch_size, model=lab, data=(x, y), **inputs):
+    def case(name, n, batch_size, rung, model=lab, data=None, **inputs):
         sizes = {"layers": model["config"]["num_layers"], "heads": model["config"]["num_heads"]}
-        return Case(name=name, driver="importance_run",
+        if data is None:  # n validation examples drawn from the stream
+            pick = rng.choice(len(y), n, replace=False)
+            data = x[pick], y[pick]
+        return Case(name=name, driver="importance_run", rung=rung,
                     inputs={**model, "x": data[0][:n], "y": data[1][:n], "batch_size": batch_size,
                             "sizes": sizes, **inputs}, **IMPORTANCE_TOLERANCE)
 
     removed = np.ones((L, H), np.float32)
-    removed[0, 1] = removed[2, 3] = 0.0
+    removed[tuple(np.array([(layer, rng.integers(H)) for layer in rng.choice(L - 1, 2, replace=False)]).T)] = 0.0
     emptied = removed.copy()
-    emptied[3] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
+    emptied[L - 1] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
     small_config = dict(num_layers=3, num_heads=5, d_model=20, d_ff=24, patch_dim=6, num_patches=7, num_classes=4)
     small = {"config": small_config, "state": _random_state(rng, small_config)}
     small_data = (rng.standard_normal((17, 7, 6)).astype(np.float32), rng.integers(0, 4, 17).astype(np.int64))
+    size = int(rng.integers(6, 9))
     return [
-        case("lab model (committed weights), batches of 8, 8 and 4", 20, 8),
-        case("lab model, normalize=False", 20, 8, normalize=False),
-        case("lab model, one example per batch (as in the lab)", 6, 1),
-        case("lab model, head_mask with heads (0, 1) and (2, 3) removed", 20, 8, head_mask=removed),
-        case("lab model, head_mask removing every head of layer 3", 20, 8, head_mask=emptied),
-        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, model=small, data=small_data),
-        case("a random model left in training mode, normalize=False", 17, 5, model=small, data=small_data,
+        case("lab model, normalize=False, batches with a smaller last one", 2 * size + 3, size, 0, normalize=False),
+        case("lab model, one example per batch (as in the lab), normalize=False", 5, 1, 0, normalize=False),
+        case("lab model (committed weights), normalize=True", 2 * size + 4, size, 1),
+        case("lab model, head_mask with two heads removed", 2 * size + 2, size, 2, head_mask=removed),
+        case("lab model, head_mask removing every head of the last layer", 2 * size + 1, size, 2, head_mask=emptied),
+        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, 3, model=small, data=small_data),
+        case("a random model left in training mode, normalize=False", 17, 5, 3, model=small, data=small_data,
              normalize=False, train_mode=True),
     ]
 
@@ -139,6 +150,11 @@ def importance_mask_ignored(model, batches, loss_fn, normalize=True, head_mask=N
 HEAD_IMPORTANCE = Exercise(
     id="head_importance",
     cases=importance_cases,
+    ladder=(("the lab model with normalize=False", ""),
+            ("normalize=True", "divide each layer's row of scores by its own L2 norm"),
+            ("a head_mask with removed heads", "start the gate from head_mask; removed heads score exactly 0"),
+            ("another model shape, or a model left in training mode", "use model.num_layers and model.num_heads, "
+             "and leave the model as it came")),
     bugs={
         "your scores match signed gradients: take the absolute value of each batch's gradient "
         "(a head that helps and a head that hurts both matter)": importance_signed,
