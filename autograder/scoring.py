@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from .compare import _fmt, _index, compare_arrays, compare_outputs, compare_values  # noqa: F401
+from .compare import _fmt, _index, compare_outputs
 from .spec import Case, CaseError, CaseResult, ExerciseResult
 
 # What a CaseError of each kind tells the learner; {} is the pipeline's message (for an

@@ -53,7 +53,8 @@ from ...spec import POINTS, Exercise
 from . import attention  # noqa: F401,E402  chapter 1
 from . import masking  # noqa: F401,E402  chapter 2
 from . import heads  # noqa: F401,E402  chapter 3
-from . import layer  # noqa: F401,E402  chapter 4
+from . import layer  # noqa: F401,E402  chapter 4 (NumPy)
+from . import layer_module  # noqa: F401,E402  chapter 4 (the PyTorch module)
 from . import analysis  # noqa: F401,E402  chapter 5
 from . import pruning  # noqa: F401,E402  chapter 6
 from . import efficient  # noqa: F401,E402  chapter 7
