@@ -160,7 +160,7 @@ def sentence(text: str) -> str:
 
 def error_feedback(error: CaseError) -> str:
     """A CaseError in words; an exception without a message says so instead of showing ':  '."""
-    message = re.sub(r"^(\w+): ?(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
+    message = re.sub(r"^(\w+):\s*(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
     return ERROR_FEEDBACK.get(error.kind, error.kind + ": {}").format(message or "no details")
 
 

@@ -583,7 +583,8 @@ def _describe(err: BaseException) -> str:
             return f"{text}"
         if frames:
             f = frames[-1]
-            text += f" ({f.filename.split('/')[-1]}, line {f.lineno})"
+            code = (f.line or "").strip()[:120]  # the learner's own line, as its file reads
+            text += f" ({f.filename.split('/')[-1]}, line {f.lineno}" + (f": {code})" if code else ")")
         return text
     except BaseException:  # noqa: BLE001  a hostile __str__
         return "an exception"
