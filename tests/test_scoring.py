@@ -111,7 +111,7 @@ def test_masked_keys_are_the_case_s_own_mask():
     expected = judge.reference_output(masked)
     mask = scoring.case_mask(masked, expected["weights"].shape)
     weights = expected["weights"].copy()
-    at = tuple(np.argwhere(~mask)[0])
+    at = tuple(int(i) for i in np.argwhere(~mask)[0])
     weights[at] = 1e-3
     reasons = scoring.check_case(masked, {**expected, "weights": weights}, expected)
     assert any(r.startswith(f"weights must be exactly 0 at masked keys: got 0.001 at index {at}") for r in reasons)
