@@ -46,6 +46,10 @@ def _entropy(weights, log=np.log, axis=-1):
     return -(w * log(np.where(w > 0, w, 1))).sum(axis=axis)
 
 
+# Published: -sum(p log p) with no guard for p = 0 (NaN) is the pitfall HF's bertology example
+# guards against explicitly (huggingface/transformers run_bertology.py: plogp[p == 0] = 0), and
+# afiq-aswadi/kata-sr's entropy exercise asks for log(p + eps) (a guard GUARDED_LOG accepts);
+# a log in another base (here: divided by log of the head count) in attention-analysis snippets.
 def entropy_in_bits(weights):
     return _entropy(weights, log=np.log2)
 

@@ -43,6 +43,8 @@ def softmax_cases(rng):
     ]
 
 
+# Published: no max subtraction in Fangzhou-Code/Learn_AI (self_attention.py, soft_max) and
+# pluu2/MLhelper (attention.py, softmaxT, which also sums over axis 0).
 def softmax_no_max_subtraction(x, axis=-1):
     e = np.exp(x)
     return e / e.sum(axis=axis, keepdims=True)
@@ -53,7 +55,7 @@ def softmax_last_axis_only(x, axis=-1):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def softmax_axis_0(x, axis=-1):
+def softmax_axis_0(x, axis=-1):  # pluu2/MLhelper attention.py: np.sum(..., axis=0)
     e = np.exp(x - x.max(axis=0, keepdims=True))
     return e / e.sum(axis=0, keepdims=True)
 
@@ -156,6 +158,10 @@ def _filled_with(value):
     return weights_of
 
 
+# Published: no scale and a softmax over the queries (axis 0 of (Lq, Lk) scores) in
+# pluu2/MLhelper (attention.py); no scale in Fangzhou-Code/Learn_AI (self_attention.py); masked
+# scores filled with -1e9, so fully masked rows are uniform, in The Annotated Transformer
+# (harvardnlp/annotated-transformer, `attention`) and its many copies.
 def attention_no_scale(q, k, v, mask=None):
     return _attention(q, k, v, mask, scale=1)
 

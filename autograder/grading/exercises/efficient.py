@@ -136,6 +136,9 @@ def repeat_kv_tiled(x, n_rep):
     return x.repeat(1, n_rep, 1, 1)  # heads 0, 1, 2, 0, 1, 2
 
 
+# Published: meta-llama/llama's repeat_kv is written for (B, L, Hkv, d) (copied in
+# QiGoki/MyLLaMA2, GreekCodeBear/From0toInf-LLM); on this course's (B, Hkv, L, d) it repeats
+# the positions instead of the heads.
 def repeat_kv_on_sequence_axis(x, n_rep):
     return torch.repeat_interleave(x, n_rep, dim=2)
 
@@ -334,8 +337,8 @@ KV_CACHE = Exercise(
                                                                                          count_updates=True),
         "your cache puts the new positions before the old ones: append them at the end":
             _cache_bug("Prepends", prepend=True),
-        # A cache preallocated with torch.zeros(...) takes the default dtype, float32 (as in
-        # meta-llama/llama's model.py: self.cache_k = torch.zeros(...) then .to(xq) of the query).
+        # A cache preallocated with torch.zeros(...) takes the default dtype, float32: the
+        # KVCache of cyrilzakka/llm-playbook (kv-cache.md), which also keeps positions on axis 1.
         "your cache turns float64 keys and values into float32: keep the dtype of the tensors it is given":
             _cache_bug("Float32", float32=True),
     },

@@ -23,6 +23,13 @@ def split_cases(rng):
     ]
 
 
+def split_heads_no_head_axis_move(x, num_heads):
+    # Published: view(B, L, H, d) with no transpose in the xformers variant of CLIP's _shape
+    # (A1ex-Chen/DL_project_log, .../otter/xformers_model/clip__shape.py).
+    B, L, F = x.shape
+    return x.reshape(B, L, num_heads, F // num_heads)
+
+
 def split_heads_no_transpose(x, num_heads):
     B, L, F = x.shape
     return x.reshape(B, num_heads, L, F // num_heads)
@@ -47,6 +54,8 @@ SPLIT_HEADS = Exercise(
         "your output takes the heads from the wrong axis: head h must hold the contiguous features "
         "h*d:(h+1)*d, not every H-th feature": split_heads_strided,
         "your output is (B, H, d, L): the transpose moved the wrong axes": split_heads_last_axes_swapped,
+        "your output is (B, L, H, d): the head axis must come before the sequence axis, (B, H, L, d) "
+        "(swap axes 1 and 2 after the reshape)": split_heads_no_head_axis_move,
     },
 )
 

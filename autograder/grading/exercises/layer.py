@@ -75,6 +75,9 @@ def mha_function_cases(rng):
     ]
 
 
+# Published: one sequence length for queries, keys and values (Lq = Lk) and one width d_model
+# in PTSown0222/TensorTonic-Solutions (transformers-multi-head-attention.py): right on the
+# ladder's first rung (self-attention), a crash from the second on.
 def _no_transpose_split(x, num_heads):
     B, L, F = x.shape
     return x.reshape(B, num_heads, L, F // num_heads)  # (B, H, L, d), positions mixed into heads

@@ -136,6 +136,9 @@ def _bug(name, **knobs):
     return type(name, (_Layer,), {k: staticmethod(v) if callable(v) else v for k, v in knobs.items()})
 
 
+# Published: masked scores filled with -1e9 (uniform fully masked rows) and every projection
+# nn.Linear(d_model, d_model) (kdim = vdim = E assumed) in The Annotated Transformer
+# (harvardnlp/annotated-transformer, MultiHeadedAttention); the ladder's first rung is that case.
 class FromTorchSwapped(_Layer):
     """from_torch with the packed in-projection's chunks read in the wrong order (k, q, v)."""
 

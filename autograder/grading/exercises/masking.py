@@ -38,6 +38,9 @@ def _padding(valid_lens, num_keys, below=np.less, query_axis=True):
     return mask[:, None, :] if query_axis and valid_lens.ndim == 1 else mask
 
 
+# Published: True at the padding (the opposite polarity) in wenet-e2e/wenet's make_pad_mask
+# (and ESPnet's); a (B, Lk) mask without the query axis in rwth-i6/i6_experiments
+# (lengths_to_padding_mask) and anhaidgroup/deepmatcher (sequence_mask).
 def padding_mask_less_equal(valid_lens, num_keys):
     return _padding(valid_lens, num_keys, below=np.less_equal)
 
@@ -95,6 +98,9 @@ def _causal(num_queries, num_keys=None, shift=0, relation=np.less_equal):
     return relation(np.arange(num_keys)[None, :], rows)  # (Lq, Lk)
 
 
+# Published: start-aligned masks cut from a square tril, karpathy/nanoGPT (bias[:, :, :T, :T])
+# and rasbt/LLMs-from-scratch (mask[:num_tokens, :num_tokens]); the latter's mask is
+# triu(ones, diagonal=1), True at the future: the opposite polarity.
 def causal_mask_strict(num_queries, num_keys=None):
     return _causal(num_queries, num_keys, relation=np.less)
 
@@ -194,6 +200,9 @@ def _full(mask, scores):
     return np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
 
 
+# Published: masked scores filled with -1e6 (fully masked rows uniform) in d2l-ai/d2l-en
+# (masked_softmax); -inf from triu with no guard (NaN rows) in niujiazhen/happy-llm
+# (maskSelfAttention.py); scores multiplied by the mask in allenai/allennlp (masked_softmax).
 def masked_softmax_inverted(scores, mask):
     from solutions.masking import masked_softmax
     return masked_softmax(scores, ~_full(mask, scores))
