@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import linecache
 import os
 import resource
 import signal
@@ -467,7 +468,10 @@ def _compiled(name: str, source: str):
     """A module's code object, compiled once per child (each exercise runs it afresh)."""
     key = (name, source)
     if key not in _CODE:
-        _CODE[key] = compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True)
+        filename = f"{PACKAGE}/{name}.py"
+        _CODE[key] = compile(source, filename, "exec", dont_inherit=True)
+        # So that an exception's message can quote the learner's line (``_describe``).
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return _CODE[key]
 
 

@@ -45,6 +45,10 @@ def padding_mask_less_equal(valid_lens, num_keys):
     return _padding(valid_lens, num_keys, below=np.less_equal)
 
 
+def padding_mask_one_short(valid_lens, num_keys):
+    return _padding(np.asarray(valid_lens) - 1, num_keys)
+
+
 def padding_mask_inverted(valid_lens, num_keys):
     return ~_padding(valid_lens, num_keys)
 
@@ -65,6 +69,8 @@ PADDING_MASK = Exercise(
     bugs={
         "your mask matches `key <= valid_len`: the valid keys are 0 .. valid_len - 1, so use `<`":
             padding_mask_less_equal,
+        "your mask is off by one: it hides the last valid key (key < valid_len - 1); the valid keys are "
+        "0 .. valid_len - 1, so use `key < valid_len`": padding_mask_one_short,
         "your mask is inverted: True must mean 'may attend' (a valid key), not 'padding'": padding_mask_inverted,
         "your mask has shape (B, Lk) for (B,) lengths: add the query axis, (B, 1, Lk), so it broadcasts "
         "over the queries": padding_mask_no_query_axis,
