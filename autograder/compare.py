@@ -165,7 +165,7 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
     # What did come back first (a layer of the wrong shape returns its parameter shapes only).
     for key in names:
         if key in got:
-            label = "the result" if names == ["out"] else key  # a single output has no name of its own
+            label = key if names != ["out"] else ("your scores" if case.driver == "importance_run" else "the result")
             message = compare_values(label, got[key], expected[key], case.rtol, case.atol, sizes)
             if message:
                 return message

@@ -62,7 +62,7 @@ class Case:
     ``"<exercise id>: <name>"``. ``weight`` is its share of the exercise's points (the
     exercise's cases are normalised to sum to its points). ``inputs`` is plain data passed to
     the driver as keyword arguments. ``rtol``/``atol`` are the tolerances for comparing with
-    the reference; ``properties`` names extra property checks of ``judge.py`` (e.g.
+    the reference; ``properties`` names extra property checks of ``scoring.py`` (e.g.
     ``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``).
     """
 

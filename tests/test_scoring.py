@@ -193,3 +193,22 @@ def test_every_ladder_rung_has_cases_and_starts_at_the_simplest():
 def test_case_results_are_the_same_for_points_formatting():
     assert (scoring.points(7.0), scoring.points(3.4285714)) == ("7", "3.43")
     assert isinstance(Case("x", "call", {}).rung, int)
+
+
+@pytest.mark.parametrize("exercise_id", ["scaled_dot_product_attention", "masked_softmax", "multi_head_attention",
+                                         "MultiHeadAttention"])
+def test_mask_messages_hold_for_their_case(exercise_id):
+    """Over every known bug: a message about masked keys or fully masked rows only on a case
+    whose own mask has them."""
+    exercise = EXERCISES[exercise_id]
+    for bug in exercise.bugs.values():
+        for variant in judge.variants(bug):
+            result = judge.judge_in_process(exercise, variant)
+            for case, verdict in zip(draw.grading_cases(exercise, 0), result.cases):
+                expected = judge.reference_output(case)
+                shape = getattr(expected.get("weights", expected.get("out")), "shape", None)
+                mask = scoring.case_mask(case, shape) if shape else None
+                if "at masked keys" in verdict.feedback:
+                    assert mask is not None and not mask.all(), (case.name, verdict.feedback)
+                if "fully masked row" in verdict.feedback:
+                    assert mask is not None and (~mask).all(-1).any(), (case.name, verdict.feedback)
