@@ -121,7 +121,7 @@ def repeat_cases(rng):
     def case(name, B, kv, L, d, n_rep, dtype="float64"):
         sizes = {"B": B, "Hkv": kv, "L": L, "d": d, "Hkv*n_rep": kv * n_rep}
         return call_case(name, "repeat_kv", [randn(rng, (B, kv, L, d), dtype), n_rep], sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=int(kv > 1 and n_rep > 1))
 
     return [
         case("3 kv heads, n_rep 2", 2, 3, 4, 5, 2),
@@ -146,6 +146,9 @@ def repeat_kv_on_sequence_axis(x, n_rep):
 REPEAT_KV = Exercise(
     id="repeat_kv",
     cases=repeat_cases,
+    ladder=(("one key/value head, or n_rep 1", ""),
+            ("several key/value heads repeated", "each head repeated n_rep times in a row (0, 0, 1, 1), "
+             "along the head axis (dim 1)")),
     bugs={
         "your heads are tiled (0, 1, 0, 1, as x.repeat or torch.cat([x] * n_rep) give) instead of each "
         "repeated n_rep times consecutively (0, 0, 1, 1): use repeat_interleave, or expand a new axis "
