@@ -589,6 +589,8 @@ def _describe(err: BaseException) -> str:
             f = frames[-1]
             code = (f.line or "").strip()[:120]  # the learner's own line, as its file reads
             text += f" ({f.filename.split('/')[-1]}, line {f.lineno}" + (f": {code})" if code else ")")
+        elif err.__traceback__ is not None:  # no line of the learner's in it: the harness raised
+            text += " (raised by the grader's harness around your code, not by a line of yours)"
         return text
     except BaseException:  # noqa: BLE001  a hostile __str__
         return "an exception"
