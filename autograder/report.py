@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .scoring import points
 from .spec import ExerciseResult
 
 # How each status reads in the table, and its colour.
@@ -110,8 +111,7 @@ def _confinement() -> dict:
     return status()
 
 
-def _points(x: float) -> str:
-    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+_points = points  # how scores read, in one place (scoring.points)
 
 
 # ------------------------------------------------------------------------------ files

@@ -228,29 +228,15 @@ def write_learner_book_config(path: Path) -> None:
 
 def public_cases(directory: Path) -> dict[str, int]:
     """Each exercise's public cases with the reference's and the known bugs' outputs."""
-    import numpy as np
-
     from autograder import selfcheck
-    from autograder.grading import judge, reference
-    from autograder.grading.exercises import EXERCISES
-    from autograder.grading.runner import case_rng
+    from autograder.grading import judge
+    from autograder.grading.exercises import EXERCISES, draw
 
     counts = {}
     for exercise in EXERCISES.values():
-        cases = exercise.cases(case_rng(selfcheck.PUBLIC_SEED, exercise.id))
-        expected, bugs = [], []
-        for case in cases:
-            out = judge.run_driver(case, reference.namespace())
-            expected.append(out)
-            shown = {}
-            for diagnosis, bug in exercise.bugs.items():
-                for variant in bug if isinstance(bug, (tuple, list)) else (bug,):
-                    with np.errstate(all="ignore"):
-                        got = judge._bug_output(case, exercise, variant)
-                    if got is not None and judge.compare_outputs(got, out, case, True) is not None:
-                        shown[diagnosis] = got  # this bug shows on this case: its output names it
-                        break
-            bugs.append(shown)
+        cases = draw.public_cases(exercise)  # a stream no grading seed draws from
+        expected = [judge.reference_output(case) for case in cases]
+        bugs = [judge.shown_bugs(exercise, c, e) for c, e in zip(cases, expected)]  # they name a mistake
         selfcheck.store(exercise, cases, expected, bugs, directory)
         counts[exercise.id] = len(cases)
     return counts

@@ -5,6 +5,7 @@ exercises the graded one may use can be *proxied*: answered by the grader's refe
 """
 from __future__ import annotations
 
+import linecache
 import sys
 import traceback
 import types
@@ -123,7 +124,10 @@ def _compiled(name: str, source: str):
     """A module's code object, compiled once per child (each exercise runs it afresh)."""
     key = (name, source)
     if key not in _CODE:
-        _CODE[key] = compile(source, f"{PACKAGE}/{name}.py", "exec", dont_inherit=True)
+        filename = f"{PACKAGE}/{name}.py"
+        _CODE[key] = compile(source, filename, "exec", dont_inherit=True)
+        # So that an exception's message can quote the learner's line (``describe``).
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return _CODE[key]
 
 
@@ -173,7 +177,10 @@ def describe(err: BaseException) -> str:
             return f"{text}"
         if frames:
             f = frames[-1]
-            text += f" ({f.filename.split('/')[-1]}, line {f.lineno})"
+            code = (f.line or "").strip()[:120]  # the learner's own line, as its file reads
+            text += f" ({f.filename.split('/')[-1]}, line {f.lineno}" + (f": {code})" if code else ")")
+        elif err.__traceback__ is not None:  # no line of the learner's in it: the harness raised
+            text += " (raised by the grader's harness around your code, not by a line of yours)"
         return text
     except BaseException:  # noqa: BLE001  a hostile __str__
         return "an exception"
