@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install book test grade clean mathjax gradescope release
+.PHONY: install book book-learner test grade clean mathjax gradescope release
 
 install: $(STAMP)
 
@@ -36,8 +36,16 @@ grade: $(STAMP)
 gradescope: $(STAMP)
 	$(PY) scripts/build_gradescope.py --out dist/gradescope_autograder.zip
 
-release: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) scripts/build_release.py --out dist/release
+release: book-learner
+	OMP_NUM_THREADS=1 $(PY) scripts/build_release.py --out dist/release --html $(LEARNER_BOOK)/_build/html
+
+# The book as learners may see it before the deadline, every {solution} hidden (sphinx-exercise's
+# hide_solutions): $(LEARNER_BOOK)/_build/html. It reuses the notebook runs of `make book`.
+LEARNER_BOOK := _build/learner
+book-learner: $(STAMP)
+	$(PY) scripts/build_release.py --book-config $(LEARNER_BOOK)/_config.yml
+	MHA_BACKEND=solutions OMP_NUM_THREADS=1 $(VENV)/bin/jupyter-book build . --config $(LEARNER_BOOK)/_config.yml \
+		--path-output $(LEARNER_BOOK) -W -n --keep-going
 
 clean:
 	rm -rf _build

@@ -1,18 +1,25 @@
 """``mha-grade``: grade a submission from the command line.
 
     mha-grade [SUBMISSION] [--exercise ID ...] [--json PATH] [--gradescope PATH]
-              [--seed N] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
+              [--seed N | --seed-file PATH] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
     mha-grade batch DIR ...          (many submissions: autograder/classroom/batch.py)
 
 The learner-side process (the zygote) is started before the grader imports its checks and
 the reference solutions: torch is imported once, here, and the zygote forked from this
-process then, so it holds no reference code and the grader needs no second torch import. Exit status: 0 when grading
-completed, whatever the score; 2 when the submission or the options are unusable; 1 when
-the grader itself failed.
+process then, so it holds no reference code and the grader needs no second torch import.
+Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
+as a program on Linux, ``mha-grade`` checks its options, then replaces itself (execve) by a
+fresh interpreter whose command line and environment say nothing, which forks the zygote
+first and only then reads the options and the environment from a memory file. The seed is
+best given as ``--seed-file`` (a file only the grader can read), never seen by any other
+process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
+the options are unusable; 1 when the grader itself failed.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 
 
@@ -29,7 +36,10 @@ def parser() -> argparse.ArgumentParser:
                    help="grade only this exercise (repeatable)")
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     p.add_argument("--gradescope", metavar="PATH", help="write a Gradescope results.json")
-    p.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (default 0)")
+    seed = p.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (default 0)")
+    seed.add_argument("--seed-file", metavar="PATH",
+                      help="read the seed from this file (keeps a secret seed off every command line)")
     p.add_argument("--time-limit", type=float, metavar="S",
                    help="seconds per exercise (default: each exercise's own, 10 s)")
     p.add_argument("--budget", type=float, metavar="S", help="seconds for the whole run (default 300)")
@@ -40,36 +50,61 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """``argv`` given (a library call): the zygote is a fresh interpreter, never a fork of a
+    process holding the caller's state; as a program, see the module docstring."""
+    options_fd = None
+    if argv is None:
+        argv = sys.argv[1:]
+        options_fd = os.environ.pop(OPTIONS_FD, None)
+        if options_fd is None and argv[:1] != ["batch"] and _can_reexec():
+            checked = _check(argv)
+            if checked:
+                return checked
+            _reexec(argv)  # returns only if execve failed: grade in this process then
     if argv[:1] == ["batch"]:
         return _batch(argv[1:])
-    args = parser().parse_args(argv)
-    from . import submission as submission_mod
-    from .spec import POINTS
-
-    unknown = [e for e in args.exercise or () if e not in POINTS]
-    if unknown:  # before any process starts; ids known but without checks: the runner says so
-        print(f"mha-grade: unknown exercise {', '.join(map(repr, unknown))}; the exercises are "
-              f"{', '.join(POINTS)}", file=sys.stderr)
-        return 2
-
-    try:  # a bad path is reported before any process starts
-        submission = submission_mod.load(args.submission)
-    except submission_mod.SubmissionError as err:
-        print(f"mha-grade: {err}", file=sys.stderr)
-        return 2
     from .isolation import sandbox
 
+    zygote = None
+    if options_fd is not None:  # the fresh image: the zygote first, then the options
+        run_as = parser().parse_args(argv).run_as
+        try:
+            zygote = sandbox.Zygote(user=run_as)
+        except (OSError, sandbox.ZygoteError) as err:
+            print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
+            return 1
+        zygote.fork = False  # from now on this process holds the options: a restart starts afresh
+        argv = _read_options(int(options_fd))
+    return _grade(argv, zygote)
+
+
+def _grade(argv: list[str], zygote) -> int:
+    from .isolation import sandbox
+
+    args = parser().parse_args(argv)
     try:
-        zygote = sandbox.Zygote(user=args.run_as)  # first: before any reference code is imported
-    except (OSError, sandbox.ZygoteError) as err:
-        print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
-        return 1
+        submission, seed = _validate(args)
+    except _Unusable as err:
+        if zygote is not None:
+            zygote.close()
+        print(f"mha-grade: {err}", file=sys.stderr)
+        return 2
+    if zygote is None:
+        try:
+            # A fresh interpreter: this process may hold its caller's secrets (a fork would copy them).
+            zygote = sandbox.Zygote(user=args.run_as, fork=False)
+        except (OSError, sandbox.ZygoteError) as err:
+            print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
+            return 1
+    from . import report as report_mod
+
+    warning = report_mod.confinement_warning(zygote.confinement)
+    if warning:
+        print(f"mha-grade: {warning}", file=sys.stderr)
     try:
-        from . import report as report_mod
         from .grading import runner
 
-        report = runner.grade_submission(submission, exercises=args.exercise, seed=args.seed,
+        report = runner.grade_submission(submission, exercises=args.exercise, seed=seed,
                                          time_limit=args.time_limit, budget=args.budget, zygote=zygote)
     except ValueError as err:  # an unknown exercise id
         print(f"mha-grade: {err}", file=sys.stderr)
@@ -79,18 +114,100 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         zygote.close()
+    report.confinement = zygote.confinement
     # Written last, by this process only: anything the learner's code wrote there is replaced.
     if args.json:
         report_mod.write_atomic(args.json, report_mod.to_json(report))
     if args.gradescope:
-        import json
-
         report_mod.write_atomic(args.gradescope, json.dumps(report_mod.to_gradescope(report), indent=2))
     if args.quiet:
         print(f"{report_mod._points(report.score)}/{report_mod._points(report.max_score)}")
     else:
         report_mod.print_table(report)
     return 0
+
+
+class _Unusable(Exception):
+    """The options or the submission cannot be graded (exit status 2)."""
+
+
+def _validate(args):
+    """The submission and the seed, or _Unusable saying why (before any process starts)."""
+    from . import submission as submission_mod
+    from .spec import POINTS
+
+    unknown = [e for e in args.exercise or () if e not in POINTS]
+    if unknown:  # ids known but without checks: the runner says so
+        raise _Unusable(f"unknown exercise {', '.join(map(repr, unknown))}; the exercises are "
+                        f"{', '.join(POINTS)}")
+    seed = args.seed
+    if args.seed_file:
+        try:
+            with open(args.seed_file) as f:
+                text = f.read().strip()
+        except OSError as err:
+            raise _Unusable(f"--seed-file {args.seed_file}: cannot read it ({err.strerror})") from None
+        try:
+            seed = int(text)
+        except ValueError:
+            raise _Unusable(f"--seed-file {args.seed_file}: invalid int value {text[:20]!r}") from None
+    try:
+        return submission_mod.load(args.submission), seed
+    except submission_mod.SubmissionError as err:
+        raise _Unusable(str(err)) from None
+
+
+# ------------------------------------------------------------- the fresh image (Linux)
+
+OPTIONS_FD = "MHA_GRADE_OPTIONS_FD"
+# What the fresh image's environment keeps until the zygote is forked: what Python, the
+# libraries and the terminal read at start-up. The rest (an instructor's tokens) comes back
+# from the memory file afterwards, in the grader only.
+_START_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR",
+              "FORCE_COLOR", "TMPDIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+_START_PREFIXES = ("LC_", "PYTHON", "MHA_", "OMP_", "MKL_", "OPENBLAS_")
+
+
+def _can_reexec() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "memfd_create") and bool(sys.executable)
+
+
+def _check(argv: list[str]) -> int:
+    """Exit status 2 with the message for unusable options, before the exec; 0 if usable."""
+    args = parser().parse_args(argv)  # exits 2 itself on a malformed command line
+    try:
+        _validate(args)
+    except _Unusable as err:
+        print(f"mha-grade: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _reexec(argv: list[str]) -> None:
+    """execve a fresh interpreter with an empty command line and a start-up environment; the
+    options and the whole environment wait in an inherited memory file."""
+    fd = os.memfd_create("mha-grade-options", 0)  # inherited across execve, never on disk
+    os.write(fd, json.dumps({"argv": argv, "env": dict(os.environ)}).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    env = {k: v for k, v in os.environ.items() if k in _START_ENV or k.startswith(_START_PREFIXES)}
+    env.pop(OPTIONS_FD, None)
+    env[OPTIONS_FD] = str(fd)
+    run_as = parser().parse_args(argv).run_as
+    # The same import path as this process (never the current directory's first).
+    code = f"import sys; sys.path[:] = {sys.path!r}; from autograder.cli import main; sys.exit(main())"
+    try:
+        os.execve(sys.executable, [sys.executable, "-c", code, *(["--run-as", run_as] if run_as else [])], env)
+    except OSError:
+        os.close(fd)
+
+
+def _read_options(fd: int) -> list[str]:
+    """The real options and environment, read once the zygote exists (it closed this fd)."""
+    with os.fdopen(fd, "rb") as f:
+        saved = json.loads(f.read())
+    os.environ.clear()
+    os.environ.update(saved["env"])
+    return saved["argv"]
 
 
 def _batch(argv: list[str]) -> int:

@@ -10,8 +10,10 @@ What is kept, per exercise module (``spec.MODULE_OF``):
 * top-level ``def``/``class`` statements whose name is an exercise id (the contract names:
   ``softmax``, ``MultiHeadAttention``, ...), and every ``def``/``class`` of a code cell tagged
   with an exercise id (``softmax`` or ``exercise:softmax``), which goes to that exercise's module;
-* what those definitions need, found by the names they use, transitively: the notebook's
-  imports, its helper functions and classes, and simple top-level assignments;
+* what those definitions need, transitively: the names they read *as globals* (found with
+  ``symtable``, so a function's own parameters and locals such as ``scores`` or ``mask``
+  never pull in the chapter's top-level ``scores = ...``), bound by the notebook's imports,
+  its helper functions and classes, and top-level assignments; kept in notebook order;
 * ``attention = load("attention")`` (how the chapters import the exercise modules) becomes
   ``from . import attention``, and ``from mha_exercises.masking import x`` becomes
   ``from .masking import x``, so a learner's layer calls the learner's own attention, as a
@@ -27,7 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
+import symtable
 
 from .spec import MODULE_OF
 
@@ -39,21 +41,14 @@ _MAGIC = re.compile(r"^\s*[%!?]")  # IPython magics and shell escapes are not Py
 _DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
 
 
-def read_notebook(path: Path) -> dict[str, str]:
-    """``submission.READERS`` entry for one ``.ipynb`` file: ``{module: source}``."""
-    path = Path(path)
-    return modules_from_notebooks({path.name: path.read_bytes()})
-
-
-def read_notebook_directory(directory: Path) -> dict[str, str]:
-    """Every ``*.ipynb`` at the top of ``directory`` (checkpoints ignored)."""
-    found = {p.name: p.read_bytes() for p in sorted(Path(directory).glob("*.ipynb")) if p.is_file()}
-    return modules_from_notebooks(found)
-
-
 def modules_from_notebooks(notebooks: dict[str, bytes]) -> dict[str, str]:
     """Module sources for the exercises defined in ``notebooks`` (file name -> raw bytes)."""
-    defs: dict[str, tuple[int, str, str]] = {}  # exercise name -> (priority, module, source)
+    return extract_notebooks(notebooks)[0]
+
+
+def extract_notebooks(notebooks: dict[str, bytes]) -> tuple[dict[str, str], list[str]]:
+    """``({module: source}, taken)``: the modules, and per notebook which exercises it gave."""
+    defs: dict[str, tuple[int, str, str, str]] = {}  # exercise name -> (priority, module, source, notebook)
     pools: list[_Pool] = []
     broken: dict[str, str] = {}  # notebook name -> why it could not be read
     for name in sorted(notebooks):
@@ -76,7 +71,13 @@ def modules_from_notebooks(notebooks: dict[str, bytes]) -> dict[str, str]:
             if module not in modules:
                 message = f"notebook {name!r} could not be read ({error}), so its exercises were not graded"
                 modules[module] = f"raise ImportError({message!r})\n"
-    return modules
+    taken = []
+    for pool in pools:
+        names = [n for n, d in defs.items() if d[3] == pool.notebook and "/" not in n]
+        if names:
+            taken.append(f"{pool.notebook} (the definitions of {', '.join(names)}; no other cell was run)")
+    taken += [f"{name} (unreadable: {error})" for name, error in broken.items()]
+    return modules, taken
 
 
 # ------------------------------------------------------------------------------- reading
@@ -127,9 +128,11 @@ class _Pool:
     def __init__(self, notebook: str):
         self.notebook = notebook
         self.chapter = _chapter_of(notebook)
-        self.binders: dict[str, tuple[str, ast.AST]] = {}  # name -> (source, node), the last binding wins
+        self.binders: dict[str, tuple[str, tuple]] = {}  # name -> (source, position), the last binding wins
+        self.cells = 0
 
     def add_cell(self, source: str, tag: str | None, defs: dict) -> None:
+        self.cells += 1
         text = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
         try:
             tree = ast.parse(text)
@@ -141,67 +144,70 @@ class _Pool:
                 self._define(defs, name, MODULE_OF[name], text + "\n")
             return
         lines = text.splitlines()
-        for node in tree.body:
+        for index, node in enumerate(tree.body):
             segment = _segment(lines, node)
+            where = (self.notebook, self.cells, index)  # notebook order, for the module's preamble
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if node.name in CONTRACT_NAMES:
                     self._define(defs, node.name, MODULE_OF[node.name], segment)
                 elif tag:
                     # A helper in a tagged cell: belongs with the tagged exercise.
-                    self.binders[node.name] = (segment, node)
+                    self.binders[node.name] = (segment, where)
                     self._define(defs, f"{tag}/{node.name}", MODULE_OF[tag], segment)
                 else:
-                    self.binders[node.name] = (segment, node)
+                    self.binders[node.name] = (segment, where)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 rewritten = _relative_import(node)
                 for bound in _bound_names(node):
-                    self.binders[bound] = (rewritten or segment, node)
+                    self.binders[bound] = (rewritten or segment, where)
             elif isinstance(node, ast.Assign) and _load_call(node):
                 target, module = _load_call(node)
                 self.binders[target] = (f"from . import {module} as {target}" if target != module
-                                        else f"from . import {module}", node)
+                                        else f"from . import {module}", where)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 for bound in _bound_names(node):
-                    self.binders[bound] = (segment, node)
+                    self.binders[bound] = (segment, where)
 
     def _define(self, defs: dict, name: str, module: str, source: str) -> None:
         # A definition in its own chapter's notebook beats a redefinition elsewhere; within
         # that, the later one wins, as when the notebook runs top to bottom.
         priority = 1 if self.chapter == module else 0
         if name not in defs or priority >= defs[name][0]:
-            defs[name] = (priority, module, source)
+            defs[name] = (priority, module, source, self.notebook)
 
 
 def _assemble(module: str, chosen: dict, pools: list[_Pool]) -> str:
-    """A module: the chosen definitions after the imports, helpers and constants they use."""
-    body = [source for _, _, source in chosen.values()]
+    """A module: the chosen definitions after the imports, helpers and constants they read."""
+    body = [d[2] for d in chosen.values()]
     defined = {name.split("/")[-1] for name in chosen}
-    needed: dict[str, str] = {}  # bound name -> statement, in first-needed order
-    pending = [name for source in body for name in _used_names(source)]
+    needed: dict[str, tuple[str, tuple]] = {}  # bound name -> (statement, where it was in the notebooks)
+    pending = [name for source in body for name in _global_reads(source)]
     seen = set()
     while pending:
         name = pending.pop(0)
         if name in seen or name in defined:
             continue
         seen.add(name)
-        statement = _find_binder(name, module, pools)
-        if statement is None:
-            continue
-        needed.setdefault(name, statement)
-        pending.extend(_used_names(statement))
+        binder = _find_binder(name, module, pools)
+        if binder is None:
+            continue  # a builtin, or a name the notebook never binds: Python says so when it runs
+        needed[name] = binder
+        pending.extend(_global_reads(binder[0]))
     header = f'"""Exercises of `{module}`, taken from the learner\'s notebooks by the grader."""\n'
-    preamble = list(dict.fromkeys(needed.values()))  # one statement may bind several names
+    # In notebook order, as the learner ran them; one statement may bind several names.
+    ordered = sorted(dict.fromkeys(needed.values()), key=lambda b: b[1])
+    preamble = list(dict.fromkeys(statement for statement, _ in ordered))
     return header + "\n".join(preamble) + "\n\n\n" + "\n\n".join(body)
 
 
-def _find_binder(name: str, module: str, pools: list[_Pool]) -> str | None:
+def _find_binder(name: str, module: str, pools: list[_Pool]) -> tuple[str, tuple] | None:
     # The module's own chapter notebook first, then the others (a helper defined in chapter 1
     # and used in chapter 4 is still found).
     if name in CONTRACT_NAMES and MODULE_OF[name] != module:
-        return f"from .{MODULE_OF[name]} import {name}"
+        return f"from .{MODULE_OF[name]} import {name}", ("", 0, -1)  # imports of exercises first
     for pool in sorted(pools, key=lambda p: p.chapter != module):
         if name in pool.binders:
-            return pool.binders[name][0]
+            return pool.binders[name]
     return None
 
 
@@ -212,12 +218,29 @@ def _segment(lines: list[str], node: ast.stmt) -> str:
     return "\n".join(lines[first - 1: node.end_lineno]) + "\n"
 
 
-def _used_names(source: str) -> list[str]:
+def _global_reads(source: str) -> list[str]:
+    """The names ``source`` reads from the module's globals, in order of first appearance.
+
+    ``symtable`` does Python's own scoping: a function's parameters and locals, and the
+    variables of its comprehensions, are not globals; a name only assigned at the top of
+    ``source`` (the statement's own target) is not read.
+    """
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        top = symtable.symtable(source, "<notebook>", "exec")
+    except (SyntaxError, ValueError):
         return []
-    return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)))
+    reads: list[str] = []
+    tables = [top]
+    while tables:
+        table = tables.pop(0)
+        for sym in table.get_symbols():
+            if not (sym.is_referenced() and sym.is_global()):
+                continue
+            if table is top and sym.is_assigned():
+                continue
+            reads.append(sym.get_name())
+        tables.extend(table.get_children())
+    return list(dict.fromkeys(reads))
 
 
 def _bound_names(node: ast.stmt) -> list[str]:

@@ -49,6 +49,9 @@ class SpawnZygote:
         import multiprocessing
 
         self.drivers = drivers
+        # For the report, as ``sandbox.Zygote.confinement`` (``confine.status``): nothing here.
+        self.confinement = {"confined": False, "layers": [],
+                            "why": f"{LABEL}: a plain subprocess with a time limit (spawn)"}
         self.context = multiprocessing.get_context("spawn")
         self.spare = None
         self.spare = self._spawn()
@@ -126,7 +129,7 @@ class _RunOnce:
 
 
 def _no_limits():
-    """A stand-in for the POSIX ``resource`` module, for importing worker.py on Windows."""
+    """A stand-in for the POSIX ``resource`` module, for importing isolation/ on Windows."""
     import types
 
     module = types.ModuleType("resource")
@@ -145,11 +148,12 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
         if "resource" not in sys.modules:
             try:
                 import resource  # noqa: F401
-            except ImportError:  # Windows: worker.py imports it for limits this path never sets
+            except ImportError:  # Windows: isolation/child.py imports it for limits this path never sets
                 sys.modules["resource"] = _no_limits()
-        from .isolation import protocol, worker
+        from .isolation import cases, package, protocol
+        from .isolation.zygote import preload
 
-        drivers = worker.preload(drivers_name)
+        drivers = preload(drivers_name)
         sock.sendall(b"R")
         job = protocol.recv(sock)
         here = os.path.join(job["workdir"], str(job["exercise"]).replace("/", "_"))
@@ -163,8 +167,8 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
             os.dup2(devnull, fd)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != root]
-        sys.meta_path.insert(0, worker._Blocker())  # no solutions, no judge: as in the confined child
-        worker._run(sock, job, drivers, protocol, _RunOnce())
+        sys.meta_path.insert(0, package.Blocker())  # no solutions, no judge: as in the confined child
+        cases.run(sock, job, drivers, _RunOnce())
     except BaseException:  # noqa: BLE001  the grader sees the missing results as a crash
         code = 70
     finally:

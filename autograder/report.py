@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .scoring import points
 from .spec import ExerciseResult
 
 # How each status reads in the table, and its colour.
@@ -33,6 +34,8 @@ class Report:
     versions: dict = field(default_factory=dict)  # python, numpy, torch
     wall_time: float = 0.0  # seconds
     graded_at: str = ""  # UTC, ISO 8601
+    # What confined the learner's code (isolation.confine.status): confined, layers, why.
+    confinement: dict = field(default_factory=lambda: _confinement())
 
     def to_dict(self) -> dict:
         return _finite(dataclasses.asdict(self))
@@ -85,10 +88,30 @@ def print_table(report: Report, console=None) -> None:
     console.print(table(report))
     console.print(f"seed {report.seed} · submission sha256 {report.submission_sha256[:12]} · "
                   f"grader {report.grader_version} · {report.wall_time:.2f} s", style="dim")
+    warning = confinement_warning(report.confinement)
+    if warning:
+        console.print(warning, style="bold red")
+    elif report.confinement:
+        console.print("learner code confined by the kernel: " + ", ".join(report.confinement["layers"]),
+                      style="dim")
 
 
-def _points(x: float) -> str:
-    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+def confinement_warning(confinement: dict) -> str | None:
+    """The loud line when the learner's code ran without the kernel's confinement."""
+    if not confinement or confinement.get("confined"):
+        return None
+    return ("WARNING: the learner's code was NOT confined by the kernel here ("
+            f"{confinement.get('why')}): it could read and write whatever the grader's user can, "
+            "and reach the network.")
+
+
+def _confinement() -> dict:
+    from .isolation.confine import status
+
+    return status()
+
+
+_points = points  # how scores read, in one place (scoring.points)
 
 
 # ------------------------------------------------------------------------------ files
@@ -111,12 +134,13 @@ def to_gradescope(report: Report) -> dict:
             if c.diagnosis and c.diagnosis.lower() not in output.lower():
                 output += f" Likely cause: {c.diagnosis}"
             tests.append(_test(f"{r.id}: {c.name}", c.score, c.max_score, c.passed, output + notes))
+    warning = confinement_warning(report.confinement)
     return _finite({
         "score": report.score,
         "execution_time": report.wall_time,
         "output": f"{_points(report.score)}/{_points(report.max_score)} points "
                   f"(seed {report.seed}, submission sha256 {report.submission_sha256[:12]}, "
-                  f"grader {report.grader_version})",
+                  f"grader {report.grader_version})" + (f"\n{warning}" if warning else ""),
         "visibility": "visible",
         "tests": tests,
     })

@@ -25,17 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .spec import POINTS, Case, CaseError, CaseResult, ExerciseResult
+from . import __version__, scoring
+from .spec import POINTS, Case, CaseError, ExerciseResult
 
 CASES_DIR = Path(__file__).resolve().parent / "public_cases"
 PUBLIC_SEED = 20240601  # the hidden grading seed is another one (scripts/build_gradescope.py)
-META_KEYS = ("result_type", "len", "types", "args_after", "kwargs_after")
-NOT_ATTEMPTED = ("not_implemented", "missing")
-WHAT = {"not_implemented": "not attempted: the stub still raises NotImplementedError",
-        "missing": "not attempted", "import": "the module failed to import", "exception": "raised",
-        "timeout": "timed out", "memory": "ran out of memory", "crash": "the process running your code died",
-        "garbage": "returned something that is not plain data"}
 
 
 # --------------------------------------------------------------------------- storage
@@ -72,16 +66,19 @@ def _decode(value, arrays):
     return value
 
 
-def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str, dict]],
+def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str, list[dict]]],
           directory: Path) -> None:
-    """Write one exercise's public cases: ``<id>.json`` (structure) and ``<id>.npz`` (arrays)."""
+    """Write one exercise's public cases: ``<id>.json`` (structure) and ``<id>.npz`` (arrays).
+
+    ``bugs[i]`` maps each known bug that shows on case i to its outputs there (one per way of
+    writing the mistake)."""
     arrays: dict = {}
     data = {
         "id": exercise.id, "module": exercise.module, "points": exercise.points, "timeout": exercise.timeout,
-        "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED,
+        "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED, "ladder": [list(r) for r in exercise.ladder],
         "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays),
                    "weight": c.weight, "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties),
-                   "timeout": c.timeout,
+                   "timeout": c.timeout, "rung": c.rung,
                    "expected": _encode(e, arrays), "bugs": _encode(b, arrays)}
                   for c, e, b in zip(cases, expected, bugs)],
     }
@@ -105,124 +102,24 @@ def available(directory: Path = CASES_DIR) -> list[str]:
     return [e for e in POINTS if e in found]
 
 
-# --------------------------------------------------------------------------- comparing
+# --------------------------------------------------------------------------- judging
 
-def _where(flat: int, shape) -> tuple:
-    return tuple(map(int, np.unravel_index(flat, shape)))
-
-
-def compare(name: str, got, expected, rtol: float, atol: float) -> str | None:
-    """None when ``got`` matches ``expected`` (plain data), else what differs, in one sentence."""
-    if isinstance(expected, np.ndarray):
-        if not isinstance(got, np.ndarray):
-            return f"{name} is {type(got).__name__}, expected an array"
-        if got.shape != expected.shape:
-            return f"{name} has shape {got.shape}, expected {expected.shape}"
-        if got.dtype != expected.dtype:
-            return f"{name} has dtype {got.dtype}, expected {expected.dtype}"
-        if expected.dtype.kind != "f":
-            wrong = np.flatnonzero(got != expected)
-            return None if not wrong.size else (f"{name} is wrong at {wrong.size} of {got.size} entries, "
-                                                 f"first at index {_where(wrong[0], got.shape)}")
-        g, e = got.astype(np.float64), expected.astype(np.float64)
-        both = (np.isnan(g) & np.isnan(e)) | (np.isinf(g) & (g == e))
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.where(both, 0.0, np.where(np.isfinite(e) & np.isfinite(g), np.abs(g - e), np.inf))
-            bad = err > atol + rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
-        if not bad.any():
-            return None
-        worst = int(np.argmax(np.where(bad, err, -1.0)))
-        return (f"{name} differs at {int(bad.sum())} of {g.size} entries; the largest error is "
-                f"{err.flat[worst]:.3g} at index {_where(worst, g.shape)} "
-                f"(got {g.flat[worst]:.6g}, expected {e.flat[worst]:.6g})")
-    if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            return f"{name} is {type(got).__name__}, expected a dict"
-        messages = (compare(f"{name}[{k}]", got.get(k), v, rtol, atol) for k, v in expected.items())
-        return next((m for m in messages if m), None)
-    if isinstance(expected, float) and type(got) in (int, float):
-        close = np.isclose(got, expected, rtol=rtol, atol=atol)
-        return None if close else f"{name} is {got}, expected {expected}"
-    if type(expected) is int and isinstance(got, np.ndarray) and got.shape == ():
-        got = got.item()  # a NumPy integer scalar counts as the int it holds
-    try:
-        same = type(got) is type(expected) and bool(got == expected)
-    except Exception:  # noqa: BLE001  (a list holding arrays)
-        same = False
-    return None if same else f"{name} is {got!r}, expected {expected!r}"[:300]
-
-
-def check_case(case: dict, got, properties: bool = True) -> list[str]:
-    """Why ``got`` (the driver's output in the learner's process) fails ``case``; [] when it passes.
-
-    ``properties=False`` compares the values only: how a learner's output is matched with a
-    known bug's (whose rows need not sum to one)."""
-    if not isinstance(got, dict):
-        return [f"returned data of the wrong form ({type(got).__name__})"]
-    expected, reasons = case["expected"], []
-    names = [k for k in expected if k not in META_KEYS and not k.startswith("_")]
-    if any(k not in got for k in names):
-        want = expected.get("result_type"), expected.get("len")
-        return [f"returned a {got.get('result_type')} of length {got.get('len')}, expected a {want[0]}"
-                + (f" of length {want[1]}" if want[1] is not None else "")]
-    key = "weights" if "weights" in expected else "out"
-    g, e = got.get(key), expected.get(key)
-    arrays = isinstance(g, np.ndarray) and isinstance(e, np.ndarray) and g.shape == e.shape
-    props = case["properties"] if properties else ()
-    if "masked_exactly_zero" in props and arrays and ((e == 0) & (g != 0)).any():
-        reasons.append("masked entries must be exactly 0")
-    if "rows_sum_to_one" in props and arrays and g.dtype.kind == "f":
-        axis = case["inputs"].get("kwargs", {}).get("axis", -1)
-        if not np.allclose(g.astype(np.float64).sum(axis), e.astype(np.float64).sum(axis), rtol=0, atol=1e-5):
-            reasons.append("the rows do not sum to one (fully masked rows: to zero)")
-    for k in names:
-        label = "the result" if names == ["out"] else k
-        message = compare(label, got[k], expected[k], case["rtol"], case["atol"])
-        if message:
-            reasons.append(message)
-            break
-    if "inputs_unchanged" in case["properties"]:
-        before = case["inputs"].get("args", [])
-        after = got.get("args_after") or []
-        for i, (b, a) in enumerate(zip(before, after), 1):
-            if isinstance(b, np.ndarray) and not (isinstance(a, np.ndarray) and a.shape == b.shape
-                                                   and np.array_equal(a, b, equal_nan=b.dtype.kind == "f")):
-                reasons.append(f"argument {i} was modified in place (exercises never modify their inputs)")
-    return reasons
+def cases_of(data: dict) -> list[Case]:
+    """The stored cases as the grader's ``Case`` objects (``scoring`` judges both alike)."""
+    return [Case(c["name"], c["driver"], c["inputs"], c["weight"], c["rtol"], c["atol"], tuple(c["properties"]),
+                 c["timeout"], c.get("rung", 0)) for c in data["cases"]]
 
 
 def judge(data: dict, outputs: list) -> ExerciseResult:
-    """Score one exercise from the learner's outputs on its stored cases."""
-    total = sum(c["weight"] for c in data["cases"]) or 1.0
-    results, kinds = [], []
-    for case, got in zip(data["cases"], outputs):
-        share = data["points"] * case["weight"] / total
-        if isinstance(got, CaseError):
-            kinds.append(got.kind)
-            text = WHAT.get(got.kind, got.kind) + (f": {got.message}" if got.message else "")
-            results.append(CaseResult(case["name"], 0.0, share, False, text))
-            continue
-        reasons = check_case(case, got)
-        diagnosis = None
-        if reasons:  # a known bug whose stored output the learner's matches names the cause
-            diagnosis = next((d for d, out in case["bugs"].items()
-                              if not check_case({**case, "expected": out}, got, properties=False)), None)
-        feedback = "; ".join(reasons[:2])
-        if diagnosis:
-            feedback = f"{diagnosis[:1].upper()}{diagnosis[1:]} ({feedback})"
-        score = 0.0 if reasons else share
-        results.append(CaseResult(case["name"], score, share, not reasons, feedback, diagnosis))
-    score = round(sum(r.score for r in results), 9)
-    if kinds and len(kinds) == len(outputs) and all(k in NOT_ATTEMPTED for k in kinds):
-        status = "not attempted"
-    elif "timeout" in kinds:
-        status = "timed out"
-    elif any(k in ("import", "crash", "memory") for k in kinds):
-        status = "error"
-    else:
-        status = "passed" if score >= data["points"] - 1e-9 else ("partial" if score > 0 else "failed")
-    first = next((r.feedback for r in results if not r.passed), "")
-    return ExerciseResult(data["id"], status, score, float(data["points"]), results, first)
+    """Score one exercise from the learner's outputs on its stored cases, as the grader would."""
+    cases, stored = cases_of(data), data["cases"]
+
+    def diagnoses(i):  # the known bugs whose stored output on case i the learner's matches
+        return [d for d, outs in stored[i]["bugs"].items()
+                if any(scoring.matches(outputs[i], out, cases[i]) for out in outs)]
+
+    return scoring.score(data["id"], data["points"], cases, outputs, [c["expected"] for c in stored], diagnoses,
+                         tuple(map(tuple, data.get("ladder", ()))))
 
 
 # --------------------------------------------------------------------------- running
@@ -284,7 +181,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
             zygote.close()
     return Report(exercises=results, score=round(sum(r.score for r in results), 6),
                   max_score=float(sum(r.max_score for r in results)), seed=PUBLIC_SEED,
-                  grader_version=__version__,
+                  grader_version=__version__, confinement=zygote.confinement,
                   submission=submission.path, submission_sha256=submission.sha256,
                   versions={"python": sys.version.split()[0], "numpy": np.__version__},
                   wall_time=round(time.monotonic() - started, 3))

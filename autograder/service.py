@@ -278,6 +278,7 @@ class _Grader:
                 report = self.selfcheck.check_submission(submission, [exercise], zygote=self.zygote)
         except ValueError as err:  # an unknown exercise id
             return {"error": str(err)}
+        report.confinement = getattr(self.zygote, "confinement", report.confinement)  # what ran it
         out = report.to_dict()
         out["practice"] = self.spawned
         return {"report": out}

@@ -18,29 +18,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-# Points per exercise id; the course totals 100 once every chapter's exercises exist.
-POINTS = {
-    "softmax": 5, "scaled_dot_product_attention": 8,                                   # ch. 1
-    "padding_mask": 4, "causal_mask": 4, "masked_softmax": 7,                          # ch. 2
-    "split_heads": 4, "merge_heads": 4,                                                # ch. 3
-    "multi_head_attention": 8, "parameter_count": 3, "MultiHeadAttention": 10,         # ch. 4
-    "attention_entropy": 4,                                                            # ch. 5
-    "head_importance": 8, "prune_heads": 8,                                            # ch. 6
-    "chunked_attention": 8, "repeat_kv": 3, "GroupedQueryAttention": 6, "KVCache": 6,  # ch. 7
-}
-assert sum(POINTS.values()) == 100
+@dataclass(frozen=True)
+class ExerciseInfo:
+    """Where an exercise lives and what it is worth: its id, the module (file of the
+    submission) that holds it, its chapter and its points."""
 
-# The module (file of the submission) that holds each exercise.
-MODULE_OF = {
-    "softmax": "attention", "scaled_dot_product_attention": "attention",
-    "padding_mask": "masking", "causal_mask": "masking", "masked_softmax": "masking",
-    "split_heads": "heads", "merge_heads": "heads",
-    "multi_head_attention": "layer", "parameter_count": "layer", "MultiHeadAttention": "layer",
-    "attention_entropy": "analysis",
-    "head_importance": "pruning", "prune_heads": "pruning",
-    "chunked_attention": "efficient", "repeat_kv": "efficient",
-    "GroupedQueryAttention": "efficient", "KVCache": "efficient",
-}
+    id: str
+    module: str
+    chapter: int
+    points: int
+
+
+# The one list of exercises, in course order: every other list of exercise ids (the checks'
+# registry, the stubs' test, the docstring table of ``mha_exercises``) is generated from it or
+# tested against it. The points total 100.
+COURSE = tuple(ExerciseInfo(*row) for row in (
+    ("softmax", "attention", 1, 5), ("scaled_dot_product_attention", "attention", 1, 8),
+    ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 7),
+    ("split_heads", "heads", 3, 4), ("merge_heads", "heads", 3, 4),
+    ("multi_head_attention", "layer", 4, 8), ("parameter_count", "layer", 4, 3),
+    ("MultiHeadAttention", "layer", 4, 10),
+    ("attention_entropy", "analysis", 5, 4),
+    ("head_importance", "pruning", 6, 8), ("prune_heads", "pruning", 6, 8),
+    ("chunked_attention", "efficient", 7, 8), ("repeat_kv", "efficient", 7, 3),
+    ("GroupedQueryAttention", "efficient", 7, 6), ("KVCache", "efficient", 7, 6),
+))
+POINTS = {e.id: e.points for e in COURSE}
+MODULE_OF = {e.id: e.module for e in COURSE}
+assert sum(POINTS.values()) == 100
 
 
 class Namespace(Protocol):
@@ -57,7 +62,7 @@ class Case:
     ``"<exercise id>: <name>"``. ``weight`` is its share of the exercise's points (the
     exercise's cases are normalised to sum to its points). ``inputs`` is plain data passed to
     the driver as keyword arguments. ``rtol``/``atol`` are the tolerances for comparing with
-    the reference; ``properties`` names extra property checks of ``judge.py`` (e.g.
+    the reference; ``properties`` names extra property checks of ``scoring.py`` (e.g.
     ``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``).
     """
 
@@ -69,6 +74,7 @@ class Case:
     atol: float = 1e-6
     properties: tuple[str, ...] = ()
     timeout: float | None = None  # seconds; None = the exercise's default
+    rung: int = 0  # its step on the exercise's ladder (``Exercise.ladder``): 0 is the simplest input
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class Exercise:
 
     ``bugs`` maps a learner-facing diagnosis ("your output matches attention without the
     1/sqrt(d_k) scale") to a buggy implementation with the exercise's own signature (a
-    function or a class). ``uses`` lists the other exercise ids the learner's version may
+    function or a class), or to a tuple of variants: ways of writing the same mistake. ``uses`` lists the other exercise ids the learner's version may
     call: the pipeline replaces those with the reference (one mistake counts once) and the
     report says so.
     """
@@ -88,6 +94,10 @@ class Exercise:
     uses: tuple[str, ...] = ()
     timeout: float = 10.0  # seconds per exercise in the learner's process
     memory_mb: int = 2048
+    # The case ladder: ``(what the inputs of rung r add, what the code must then do)``, from
+    # the simplest input up. A report says the last rung that passed and the first that failed
+    # ("correct for E = kdim = vdim; fails when kdim != E: W_k maps kdim to E").
+    ladder: tuple[tuple[str, str], ...] = ()
 
     @property
     def module(self) -> str:
@@ -148,6 +158,5 @@ class CaseError:
 # data, already decoded), or the CaseError that replaced it. The judge computes the reference
 # outputs itself (drivers run in the grader's process against ``solutions``), compares with
 # the stated tolerances, checks the properties, and on a mismatch runs the exercise's known
-# bugs to name the likely cause. It decides the status: all cases "not_implemented"/"missing"
-# -> "not attempted"; any "timeout" -> "timed out"; "import"/"crash"/"memory" -> "error";
-# otherwise passed / partial / failed by score.
+# bugs to name the likely cause. Comparing, statuses and the words of the feedback are
+# ``scoring.py``'s, shared with the learner's self-check.

@@ -1,38 +1,61 @@
-"""Reading a submission: the learner's exercise modules, as source text.
+"""Reading a submission: the learner's exercise modules, as source text, and what was taken.
 
-A submission is a directory holding the exercise modules (``attention.py``, ``masking.py``,
-...) or a ``.zip`` of one. The grader only ever *reads* it: the sources travel as text to
-the learner's isolated process, which executes them there. A module missing from the
-submission counts as "not attempted" for its exercises.
+A submission is whatever a learner hands in: a folder, a ``.zip``, a notebook, or a folder
+holding a zip (Gradescope's upload of one file). The exercise modules (``attention.py``,
+``masking.py``, ...) and chapter notebooks (``01_attention.ipynb``, ...) are found anywhere
+inside it: at the top, in ``hw3/`` or ``mha_exercises/``, or in a whole repository tree;
+everything else is ignored. The grader only ever *reads* it: the sources travel as text to
+the learner's isolated process, which executes them there. ``Submission.taken`` and
+``Submission.ignored`` say, in words a learner can check, which files were graded and which
+were not; a module missing from the submission counts as "not attempted" for its exercises,
+and a submission with no exercise file at all is refused (:class:`SubmissionError`).
 
-Other formats join through :data:`READERS`: a function from a path to ``{module: source}``
-(``autograder/notebooks.py`` registers one for ``.ipynb`` notebooks).
+Choosing among several copies of a module: a copy in a folder named ``mha_exercises`` first,
+then the shallowest; folders that are not the learner's (``solutions/``, ``autograder/``,
+virtual environments, caches) are never searched. A module file that is still the course's
+unfilled stub gives way to a notebook that defines its exercises.
+
+Safety: zip members are read into memory by name, never extracted (a ``../`` name cannot
+write anywhere, and is ignored); symbolic links, in a folder or a zip, are never followed
+(one could point at the grader's own files); sizes are checked before reading.
 """
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import posixpath
+import stat
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from .notebooks import MAX_NOTEBOOK, modules_from_notebooks, read_notebook
+from .notebooks import MAX_NOTEBOOK, extract_notebooks
 from .spec import MODULE_OF
 
 MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # attention, masking, ..., efficient
 MAX_SOURCE = 1 * 2**20  # bytes per module: exercise modules are a few kB
 MAX_ZIP_MEMBERS = 1000
+MAX_FILES = 5000  # entries looked at in a folder tree: a repository with its history is far below
+MAX_NESTED_ZIP = 20 * 2**20  # bytes of a zip inside the submission, read into memory
+# Folders that never hold the learner's own exercise code (a repository tree has them).
+NOT_THEIRS = frozenset({"solutions", "autograder", "tests", "lab", "bench", "scripts", "site-packages",
+                        "node_modules", "_build", "build", "dist", "__pycache__", ".ipynb_checkpoints",
+                        "__MACOSX", "venv", ".venv", "env"})
+PREFERRED_FOLDER = "mha_exercises"
+_STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
 
 
 class SubmissionError(Exception):
-    """The submission cannot be read at all (the grader exits with status 2)."""
+    """The submission cannot be graded at all (the grader exits with status 2)."""
 
 
 @dataclass(frozen=True)
 class Submission:
     path: str
     sources: dict[str, str]  # module name -> source text, only the modules present
+    taken: tuple[str, ...] = ()  # "attention.py (from hw3/attention.py)", ...
+    ignored: tuple[str, ...] = ()  # files not graded, and why
 
     @property
     def sha256(self) -> str:
@@ -43,68 +66,214 @@ class Submission:
             h.update(self.sources[name].encode())
         return h.hexdigest()
 
+    def intake(self) -> str:
+        """One paragraph for a report: what was graded, what was not."""
+        text = "Graded: " + "; ".join(self.taken)
+        if self.ignored:
+            text += ". Not graded: " + "; ".join(self.ignored)
+        return text
+
+
+@dataclass
+class _File:
+    """A file of the submission, not yet read: its path inside it and how to read it."""
+
+    path: str  # posix, relative to the submission's top
+    size: int
+    read: object  # () -> bytes
+
+    @property
+    def parts(self) -> list[str]:
+        return self.path.split("/")
+
+
+@dataclass
+class _Tree:
+    files: list[_File] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
 
 def load(path: str | Path) -> Submission:
-    """The submission at ``path``; SubmissionError when it does not exist or is unreadable."""
+    """The submission at ``path``; SubmissionError when it does not exist, is unreadable or
+    holds no exercise file."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         raise SubmissionError(f"no submission at {str(path)!r}: give a directory of exercise modules or a .zip")
-    for suffix, reader in READERS.items():
-        if p.is_file() and p.name.lower().endswith(suffix):
-            return Submission(str(p), reader(p))
+    tree = _Tree()
+    if p.is_symlink() and not p.is_dir():
+        raise SubmissionError(f"{str(path)!r} is a symbolic link: hand in the file itself")
     if p.is_dir():
-        return Submission(str(p), read_directory(p))
-    raise SubmissionError(f"{str(path)!r} is neither a directory nor one of {', '.join(READERS)}")
+        _walk(p, tree)
+    elif p.is_file() and p.suffix.lower() == ".zip":
+        _zip_members(p.name, p.read_bytes if p.stat().st_size <= MAX_NESTED_ZIP else None,
+                     p.stat().st_size, "", tree, top=True)
+    elif p.is_file():
+        tree.files.append(_File(p.name, p.stat().st_size, p.read_bytes))
+    else:
+        raise SubmissionError(f"{str(path)!r} is neither a directory nor a file")
+    return _choose(str(p), tree)
 
 
-def read_directory(directory: Path) -> dict[str, str]:
-    sources = {}
-    for name in MODULES:
-        f = directory / f"{name}.py"
-        if f.is_file():
-            sources[name] = _text(f.read_bytes(), f"{name}.py")
-    notebooks = {f.name: f.read_bytes() for f in sorted(directory.glob("*.ipynb")) if f.is_file()}
-    return _with_notebooks(sources, notebooks)
+# ------------------------------------------------------------------------- listing files
+
+def _walk(top: Path, tree: _Tree) -> None:
+    seen = 0
+    for folder, dirs, files in os.walk(top, followlinks=False):
+        rel = Path(folder).relative_to(top).as_posix()
+        rel = "" if rel == "." else rel + "/"
+        kept = []
+        for d in sorted(dirs):
+            if (Path(folder) / d).is_symlink():
+                tree.ignored.append(f"{rel}{d}/ (a symbolic link, not followed)")
+            elif d in NOT_THEIRS or d.startswith("."):
+                if d not in ("__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git") and _has_code(Path(folder) / d):
+                    tree.ignored.append(f"{rel}{d}/ (not the learner's exercise code)")
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for name in sorted(files):
+            seen += 1
+            if seen > MAX_FILES:
+                tree.ignored.append(f"everything after the first {MAX_FILES} files")
+                return
+            f = Path(folder) / name
+            if name.startswith("."):
+                continue
+            st = f.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                if name.endswith((".py", ".ipynb", ".zip")):
+                    tree.ignored.append(f"{rel}{name} (a symbolic link, not followed)")
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if name.lower().endswith(".zip"):
+                _zip_members(rel + name, (lambda f=f: f.read_bytes()) if st.st_size <= MAX_NESTED_ZIP else None,
+                             st.st_size, rel + name + "/", tree)
+            else:
+                tree.files.append(_File(rel + name, st.st_size, lambda f=f: f.read_bytes()))
 
 
-def read_zip(path: Path) -> dict[str, str]:
-    """The exercise modules of a zip, found at its top or in one folder (``mha_exercises/``).
-
-    Members are read into memory by name, never extracted, so a ``../`` name cannot write
-    anywhere; sizes are checked before reading (a zip bomb is refused, not inflated).
-    """
+def _has_code(folder: Path) -> bool:
     try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-            if len(infos) > MAX_ZIP_MEMBERS:
-                raise SubmissionError(f"{path}: more than {MAX_ZIP_MEMBERS} files")
-            by_module: dict[str, list[zipfile.ZipInfo]] = {}
-            for info in infos:
-                name = posixpath.normpath(info.filename.replace("\\", "/"))
-                if info.is_dir() or name.startswith(("../", "/")) or "__MACOSX" in name:
-                    continue
-                folder, base = posixpath.split(name)
-                if base.endswith(".py") and base[:-3] in MODULES and folder.count("/") < 1:
-                    by_module.setdefault(base[:-3], []).append(info)
-                elif base.endswith(".ipynb") and folder.count("/") < 1 and ".ipynb_checkpoints" not in name:
-                    by_module.setdefault(base, []).append(info)  # a notebook, read below
-            # The shallowest copy of each module wins (a zip of the folder or of its files).
-            sources, notebooks = {}, {}
-            for module, candidates in by_module.items():
-                info = min(candidates, key=lambda i: i.filename.count("/"))
-                if module.endswith(".ipynb"):
-                    if info.file_size > MAX_NOTEBOOK:
-                        raise SubmissionError(f"{path}: {info.filename} is larger than {MAX_NOTEBOOK} bytes")
-                    with z.open(info) as f:
-                        notebooks[module] = f.read(MAX_NOTEBOOK + 1)
-                    continue
-                if info.file_size > MAX_SOURCE:
-                    raise SubmissionError(f"{path}: {info.filename} is larger than {MAX_SOURCE} bytes")
-                with z.open(info) as f:
-                    sources[module] = _text(f.read(MAX_SOURCE + 1), info.filename)
-            return _with_notebooks(sources, notebooks)
-    except (zipfile.BadZipFile, OSError) as err:
-        raise SubmissionError(f"{path}: not a readable zip ({err})") from None
+        return any(f.suffix in (".py", ".ipynb") for f in folder.iterdir())
+    except OSError:
+        return False
+
+
+def _zip_members(name: str, read, size: int, prefix: str, tree: _Tree, top: bool = False) -> None:
+    """The members of a zip (the submission itself, or a zip inside it; one level deep)."""
+    if read is None:
+        tree.ignored.append(f"{name} (a zip larger than {MAX_NESTED_ZIP // 2**20} MB)")
+        return
+    try:
+        z = zipfile.ZipFile(io.BytesIO(read()))
+        infos = z.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        if top:
+            raise SubmissionError(f"{name}: not a readable zip ({err})") from None
+        tree.ignored.append(f"{name} (not a readable zip: {err})")
+        return
+    if len(infos) > MAX_ZIP_MEMBERS:
+        if top:
+            raise SubmissionError(f"{name}: more than {MAX_ZIP_MEMBERS} files")
+        tree.ignored.append(f"{name} (more than {MAX_ZIP_MEMBERS} files)")
+        return
+    for info in infos:
+        raw = info.filename.replace("\\", "/")
+        member = posixpath.normpath(raw)
+        if info.is_dir():
+            continue
+        if raw.startswith("/") or member.startswith("../") or member == ".." or ":" in member.split("/")[0]:
+            tree.ignored.append(f"{prefix}{raw} (a path leading outside the zip, refused)")
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            tree.ignored.append(f"{prefix}{raw} (a symbolic link, refused)")
+            continue
+        parts = member.split("/")
+        if any(p in NOT_THEIRS or p.startswith(".") for p in parts[:-1]) or parts[-1].startswith("."):
+            continue
+        if member.lower().endswith(".zip"):
+            if top:  # a zip inside the uploaded zip: one level is enough for any honest upload
+                _zip_members(prefix + member, (lambda z=z, i=info: z.read(i)) if info.file_size <= MAX_NESTED_ZIP
+                             else None, info.file_size, prefix + member + "/", tree)
+            continue
+        tree.files.append(_File(prefix + member, info.file_size, lambda z=z, i=info: z.read(i)))
+
+
+# --------------------------------------------------------------------------- choosing
+
+def _rank(f: _File) -> tuple:
+    folders = f.parts[:-1]
+    return (PREFERRED_FOLDER not in folders, len(folders), f.path)
+
+
+def _choose(where: str, tree: _Tree) -> Submission:
+    modules: dict[str, list[_File]] = {}
+    notebooks: dict[str, list[_File]] = {}
+    other: list[str] = []
+    for f in tree.files:
+        base = f.parts[-1]
+        if base.endswith(".py") and base[:-3] in MODULES:
+            modules.setdefault(base[:-3], []).append(f)
+        elif base.lower().endswith(".ipynb"):
+            notebooks.setdefault(base, []).append(f)
+        else:
+            other.append(f.path)
+    ignored = list(tree.ignored)
+    sources, taken, origin = {}, [], {}
+    for module in MODULES:
+        if module not in modules:
+            continue
+        best, *rest = sorted(modules[module], key=_rank)
+        sources[module] = _text(_read(best, MAX_SOURCE), best.path)
+        origin[module] = best.path
+        ignored += [f"{f.path} (another copy of {module}.py; {best.path} was graded)" for f in rest]
+
+    chosen_nb = {}
+    for base, copies in notebooks.items():
+        best, *rest = sorted(copies, key=_rank)
+        chosen_nb[best.path] = best
+        ignored += [f"{f.path} (another copy of {base}; {best.path} was graded)" for f in rest]
+    from_notebooks: dict[str, str] = {}
+    nb_taken: list[str] = []
+    if chosen_nb:
+        raw = {}
+        for path, f in chosen_nb.items():
+            if f.size > MAX_NOTEBOOK:
+                ignored.append(f"{path} (larger than {MAX_NOTEBOOK // 2**20} MB)")
+                continue
+            raw[path.split("/")[-1]] = _read(f, MAX_NOTEBOOK)
+        from_notebooks, nb_taken = extract_notebooks(raw)
+    stubs_replaced = []
+    for module, source in from_notebooks.items():
+        if module not in sources:
+            sources[module] = source
+        elif _is_stub(module, sources[module]) and "raise ImportError(" not in source:
+            stubs_replaced.append(module)
+            sources[module] = source
+            ignored.append(f"{origin.pop(module)} (still the unfilled stub; the notebook's definitions were graded)")
+    taken += [f"{module}.py ({path})" if path != f"{module}.py" else f"{module}.py" for module, path in origin.items()]
+    taken += nb_taken
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        ignored.append(f"{len(other)} other file(s), not exercise modules or notebooks: {shown}")
+    if not sources:
+        expected = ", ".join(f"{m}.py" for m in MODULES)
+        raise SubmissionError(f"no exercise files found in {where}: expected {expected} "
+                              f"or the chapter notebooks (01_attention.ipynb, ...)")
+    return Submission(where, sources, tuple(taken), tuple(ignored))
+
+
+def _read(f: _File, limit: int) -> bytes:
+    if f.size > limit:
+        raise SubmissionError(f"{f.path} is larger than {limit} bytes")
+    try:
+        data = f.read()
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as err:
+        raise SubmissionError(f"{f.path} cannot be read ({err})") from None
+    if len(data) > limit:
+        raise SubmissionError(f"{f.path} is larger than {limit} bytes")
+    return data
 
 
 def _text(data: bytes, name: str) -> str:
@@ -115,13 +284,11 @@ def _text(data: bytes, name: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _with_notebooks(sources: dict[str, str], notebooks: dict[str, bytes]) -> dict[str, str]:
-    """Module files first; chapter notebooks (autograder/notebooks.py) supply the modules missing."""
-    if notebooks:
-        for module, source in modules_from_notebooks(notebooks).items():
-            sources.setdefault(module, source)
-    return sources
+_STUB_TEXT: dict[str, str | None] = {}
 
 
-# Suffix -> reader for file submissions.
-READERS: dict[str, Callable[[Path], dict[str, str]]] = {".zip": read_zip, ".ipynb": read_notebook}
+def _is_stub(module: str, source: str) -> bool:
+    if module not in _STUB_TEXT:
+        f = _STUBS / f"{module}.py"
+        _STUB_TEXT[module] = f.read_text().strip() if f.is_file() else None
+    return _STUB_TEXT[module] is not None and source.strip() == _STUB_TEXT[module]

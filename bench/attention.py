@@ -12,6 +12,10 @@ Targets (checked at the end):
 * decoding 256 tokens with a KV cache is faster than recomputing the full causal pass for
   every new token (and gives the same outputs).
 
+Printed without a target, as the chapter states them: what autograd keeps for the backward
+pass of plain and chunked attention at L=4096 (the chunked loop's saving is a forward-only
+one), and the time of one decoding step at positions 256 and 2048, cached and recomputed.
+
 The measuring functions are in ``lab/measure.py`` (its docstring says how times and
 peak memory are measured); the chapter calls the same functions with smaller sizes
 (``book/07_beyond.ipynb``). This script runs them at full size against the reference
@@ -31,7 +35,8 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from mha_exercises.backend import load  # noqa: E402
-from lab.measure import attention_time, peak_memory, time_decoding, time_layers  # noqa: E402
+from lab.measure import (attention_time, decode_step_times, peak_memory, saved_for_backward_mib,  # noqa: E402
+                         time_decoding, time_layers)
 
 LAYER_RATIO_TARGET = 1.3  # course layer / torch.nn.MultiheadAttention, forward + backward
 MEMORY_FRACTION_TARGET = 1 / 8  # chunked peak / plain peak at L=8192
@@ -47,6 +52,9 @@ def main():
     plain, chunked = peak_memory("plain", 8192), peak_memory("chunked", 8192)
     plain["seconds"], chunked["seconds"] = attention_time("plain", 8192), attention_time("chunked", 8192)
     decoding = time_decoding(256)
+    saved = {kind: saved_for_backward_mib(kind, 4096) for kind in ("plain", "chunked")}
+    positions = [256, 2048]
+    steps = decode_step_times(positions, embed_dim=256, repeats=3)
 
     rows, misses = [], []
 
@@ -77,6 +85,10 @@ def main():
         f"{decoding['cache'] / 256 * 1e3:.2f} / {decoding['recompute'] / 256 * 1e3:.2f}")
     row("  KV-cache speed-up", f"{speedup:.1f}x", "> 1x", speedup > 1)
     row("  max |cache - recompute|", f"{decoding['max_diff']:.1e}", "<= 1e-5", decoding["max_diff"] <= 1e-5)
+    row("L=4096 kept for backward: plain / chunked (MiB)", f"{saved['plain']:.0f} / {saved['chunked']:.0f}")
+    for i, t in enumerate(positions):
+        row(f"decoding step at t={t}: cached / recomputed (ms)",
+            f"{steps['cache'][i] * 1e3:.2f} / {steps['recompute'][i] * 1e3:.1f}")
 
     width = max(len(r[0]) for r in rows)
     print(f"{'measurement':<{width}}  {'value':>22}  {'target':>8}  result")

@@ -1,14 +1,22 @@
-"""Benchmark: a class of 100 submissions graded by ``mha-grade batch --jobs 2``.
+"""Benchmark: a class of 300 complete submissions graded by ``mha-grade batch --jobs 2``,
+then the same class after 5 late submissions arrive.
 
-The class mixes correct submissions, partly wrong ones (classic bugs in one or two exercises,
-unfinished chapters) and hostile ones (an infinite loop, ``os._exit`` at import and inside a
-function, ``sys.exit``, a syntax error, a monkeypatched numpy, a fake printed report, a
-broken notebook). Target: at most 0.3 s of wall time per submission on average, everything
-included (the grader's imports, each grader's learner-side zygote, the summary).
+The class: 60% correct, 30% with one classic bug, 10% hostile (an infinite loop, ``os._exit``
+at import and inside a function, ``sys.exit``, a syntax error, a monkeypatched numpy, a fake
+printed report, a broken notebook, an empty folder). Submissions arrive as folders, as files
+in a ``hw3/`` folder and as zips; a roster lists every learner and 5 who never submit; 10
+arrive after the deadline (10% per started day). Each run writes grades.csv, canvas.csv, a
+feedback file per learner and the similarity clusters, and the bench checks they are there.
 
-    python bench/batch.py [--n 100] [--jobs 2] [--target 0.3]
+Targets: at most 0.2 s of wall time per submission for the first run (everything included:
+the grader's imports, the learner-side zygotes, the class files, similarity); the rerun after
+5 more arrive grades exactly those 5 and takes under 10% of the first run's time (the 5 are
+a mix too: one of them hangs, and costs its exercise's 10 s time limit).
 
-Prints a table; exits non-zero when the target is missed.
+    python bench/batch.py [--n 300] [--late 10] [--more 5] [--jobs 2] [--target 0.2] [--regrade]
+
+``--regrade`` adds a third run after a check changes (simulated by a new grader fingerprint),
+which must grade everyone again. Prints a table; exits non-zero when a target is missed.
 """
 from __future__ import annotations
 
@@ -19,6 +27,8 @@ import statistics
 import sys
 import tempfile
 import time
+import zipfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -39,8 +49,12 @@ WRONG = {
     "reshape without transpose": ("heads.py", "\n\ndef split_heads(x, num_heads):\n"
                                               "    b, l, e = x.shape\n"
                                               "    return x.reshape(b, num_heads, l, e // num_heads)\n"),
-    "chapter 4 not done": ("layer.py", None),  # the stubs of chapter 4
-    "chapters 3-5 not done": ("heads.py analysis.py layer.py", None),
+    "fully masked rows give NaN": ("masking.py", "\n\ndef masked_softmax(scores, mask):\n"
+                                                 "    s = np.where(mask, scores, -np.inf)\n"
+                                                 "    e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                                                 "    return e / e.sum(axis=-1, keepdims=True)\n"),
+    "merge without transpose": ("heads.py", "\n\ndef merge_heads(x):\n    b, h, l, d = x.shape\n"
+                                            "    return x.reshape(b, l, h * d)\n"),
 }
 HOSTILE = {
     "infinite loop": ("attention.py", "\n\ndef softmax(x, axis=-1):\n    while True:\n        pass\n"),
@@ -56,21 +70,41 @@ HOSTILE = {
 }
 
 
-def make_class(root: Path, n: int) -> dict[str, str]:
-    """``n`` submissions under ``root``: ~60% correct, ~30% partly wrong, the rest hostile."""
+def personalise(source: str, who: int) -> str:
+    """Every function of ``source`` opens with a statement of this learner's own, so no two
+    submissions are identical (as in a real class) while most of their code is shared."""
+    import ast
+
+    lines = source.splitlines()
+    starts = sorted({(node.body[0].lineno, node.body[0].col_offset) for node in ast.walk(ast.parse(source))
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}, reverse=True)
+    for line, col in starts:
+        lines.insert(line - 1, " " * col + f"_mine = {who}")
+    return "\n".join(lines) + "\n"
+
+
+COPIERS = 5  # learners who hand in a classmate's submission, names changed
+
+
+def make_class(root: Path, n: int, start: int = 0) -> dict[str, str]:
+    """``n`` submissions under ``root``: ~60% correct, ~30% one classic bug, the rest hostile.
+
+    Every fifth correct one is handed in inside a ``hw3/`` folder, every seventh as a zip."""
     kinds, wrong, hostile = {}, list(WRONG), list(HOSTILE)
-    n_hostile = min(len(hostile), max(1, n // 10))
+    n_hostile = max(1, n // 10)
     n_wrong = max(1, (3 * n) // 10)
     for i in range(n):
         if i < n_hostile:
-            kind, group, patch = hostile[i], "hostile", HOSTILE[hostile[i]]
+            name = hostile[i % len(hostile)]
+            kind, group, patch = name, "hostile", HOSTILE[name]
         elif i < n_hostile + n_wrong:
             name = wrong[(i - n_hostile) % len(wrong)]
-            kind, group, patch = name, "partly wrong", WRONG[name]
+            kind, group, patch = name, "one classic bug", WRONG[name]
         else:
             kind, group, patch = "correct", "correct", None
-        learner = root / f"learner{i:03d}"
-        learner.mkdir(parents=True)
+        learner = root / f"learner{start + i:03d}"
+        folder = learner / "hw3" if group == "correct" and i % 5 == 0 else learner
+        folder.mkdir(parents=True)
         if kind == "empty":
             pass
         elif kind == "broken notebook":
@@ -78,76 +112,146 @@ def make_class(root: Path, n: int) -> dict[str, str]:
         else:
             for f in (ROOT / "solutions").glob("*.py"):
                 if f.name != "__init__.py":
-                    (learner / f.name).write_text(f.read_text())
+                    (folder / f.name).write_text(personalise(f.read_text(), start + i))
             files, text = patch if patch else ("", None)
             for name in (files or "").split():
-                if text is None:
-                    shutil.copy(ROOT / "mha_exercises" / name, learner / name)
-                else:
-                    (learner / name).write_text((learner / name).read_text() + text)
+                (folder / name).write_text((folder / name).read_text() + text)
+            if group == "correct" and 0 < n - i <= COPIERS and n > 10 * COPIERS:  # copies a classmate's code
+                j = i - 2 * COPIERS
+                while not (root / f"learner{start + j:03d}").is_dir():  # not one handed in as a zip
+                    j -= 1
+                source = root / f"learner{start + j:03d}"
+                for f in source.rglob("*.py"):
+                    text = f.read_text().replace("weights", "attn").replace("scores", "logits")
+                    (folder / f.name).write_text(text)
+                kind = f"copies {source.name}"
+        if group == "correct" and i % 7 == 0:
+            with zipfile.ZipFile(root / f"{learner.name}.zip", "w") as z:
+                for f in sorted(learner.rglob("*.py")):
+                    z.write(f, f.relative_to(learner).as_posix())
+            shutil.rmtree(learner)
         kinds[learner.name] = f"{group}: {kind}"
     return kinds
 
 
+def _set_time(root: Path, learner: str, when: datetime) -> None:
+    t = when.timestamp()
+    for p in [root / f"{learner}.zip"] + list((root / learner).rglob("*")):
+        if p.exists():
+            os.utime(p, (t, t))
+
+
+def _run(cls: Path, out: Path, args, late, roster, grade):
+    from autograder.classroom import batch
+    import resource
+
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = batch.run_batch(cls, out, jobs=args.jobs, grade=grade, progress=False, roster=roster, late=late,
+                             similarity=True, anonymize=True)
+    wall = time.perf_counter() - start
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return result, wall, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--late", type=int, default=10, help="late arrivals among the first n")
+    parser.add_argument("--more", type=int, default=5, help="submissions arriving before the rerun")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--target", type=float, default=0.3, help="seconds of wall time per submission")
+    parser.add_argument("--target", type=float, default=0.2, help="seconds of wall time per submission")
+    parser.add_argument("--regrade", action="store_true", help="also rerun after a check changes")
     args = parser.parse_args(argv)
 
     from rich.console import Console
     from rich.table import Table
 
     with tempfile.TemporaryDirectory(prefix="mha-bench-batch-") as tmp:
-        kinds = make_class(Path(tmp) / "class", args.n)
-        import resource
+        tmp = Path(tmp)
+        cls, out = tmp / "class", tmp / "out"
+        kinds = make_class(cls, args.n)
+        deadline = datetime.now(timezone.utc) - timedelta(days=3)
+        names = sorted(kinds)
+        for i, learner in enumerate(names):  # on time, but the last `late` ones
+            late_by = timedelta(hours=30) if i >= len(names) - args.late else -timedelta(hours=2)
+            _set_time(cls, learner, deadline + late_by)
+        roster = tmp / "roster.txt"
+        no_show = [f"absent{i}" for i in range(5)]
+        roster.write_text("\n".join(names + [f"learner{args.n + i:03d}" for i in range(args.more)] + no_show) + "\n")
+        from autograder.classroom import batch, gradebook
 
-        cpu0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        late = gradebook.LatePolicy(deadline, penalty_per_day=10)
         start = time.perf_counter()
-        from autograder.classroom import batch  # the grader's imports are part of the cost
-
-        grade = batch.pipeline_grader()
+        grade = batch.pipeline_grader()  # the grader's imports are part of the first run's cost
         imported = time.perf_counter() - start
-        result = batch.run_batch(Path(tmp) / "class", Path(tmp) / "out", jobs=args.jobs, grade=grade, progress=False)
-        wall = time.perf_counter() - start
-        cpu1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        # Graders, their zygotes and every learner-side child (all reaped by now), and this process.
-        cpu = {k: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime) for k, a, b in
-               (("batch parent", cpu0[0], cpu1[0]), ("graders + learner processes", cpu0[1], cpu1[1]))}
-        rerun_start = time.perf_counter()
-        rerun = batch.run_batch(Path(tmp) / "class", Path(tmp) / "out", jobs=args.jobs, grade=grade, progress=False)
-        rerun_wall = time.perf_counter() - rerun_start
-        summary = (Path(tmp) / "out" / "summary.md").read_text()
+        first, wall1, cpu1 = _run(cls, out, args, late, roster, grade)
+        wall1 += imported
+        kinds.update(make_class(cls, args.more, start=args.n))  # late arrivals
+        second, wall2, cpu2 = _run(cls, out, args, late, roster, grade)
+        feedback = len(list((out / "feedback").glob("*.md")))
+        outputs = {f: (out / f).exists() for f in ("grades.csv", "canvas.csv", "similarity.md", "summary.md",
+                                                  "anonymous/grades.csv")}
+        late_rows = sum(1 for line in (out / "grades.csv").read_text().splitlines() if ",late," in line)
+        third = None
+        if args.regrade:
+            real = batch.grader_fingerprint
+            batch.grader_fingerprint = lambda: real() + "+a changed check"
+            third, wall3, _ = _run(cls, out, args, late, roster, grade)
+            batch.grader_fingerprint = real
 
+    total = args.n + args.more
+    graded = [o for o in first.outcomes if not o.skipped]
     by_group: dict[str, list] = {}
-    for o in result.outcomes:
+    for o in graded:
         by_group.setdefault(kinds[o.learner].split(":")[0], []).append(o)
-    per_submission = wall / args.n
-    table = Table(title=f"mha-grade batch: {args.n} submissions, --jobs {args.jobs}")
-    for col in ("", "submissions", "median s", "max s", "mean score"):
+    per_submission = wall1 / args.n
+    table = Table(title=f"mha-grade batch: {args.n} submissions, then {args.more} more; --jobs {args.jobs}")
+    for col in ("", "submissions", "median wall s", "max wall s", "grader CPU s (median)", "mean score"):
         table.add_column(col, justify="right" if col else "left")
     for group, outs in sorted(by_group.items()):
         secs = [o.seconds for o in outs]
         table.add_row(group, str(len(outs)), f"{statistics.median(secs):.2f}", f"{max(secs):.2f}",
+                      f"{statistics.median(o.cpu for o in outs):.2f}",
                       f"{statistics.fmean(o.report.get('score', 0) for o in outs):.1f}")
     table.add_section()
-    table.add_row("grader imports (once)", "", f"{imported:.2f}", "", "")
-    table.add_row("whole batch, wall", str(args.n), f"{wall:.1f}", "", "")
-    table.add_row("re-run (all unchanged), wall", str(rerun.graded) + " graded", f"{rerun_wall:.2f}", "", "")
-    for name, seconds in cpu.items():
-        table.add_row(f"CPU, {name}", "", f"{seconds:.1f}", f"{seconds / args.n:.3f}/sub", "")
-    table.add_row("wall per submission", "", f"{per_submission:.3f}", f"target {args.target:g}", "")
-    console = Console(width=100)
+    table.add_row("grader imports (once)", "", f"{imported:.2f}", "", "", "")
+    table.add_row("first run, wall (all included)", str(first.graded), f"{wall1:.1f}", "",
+                  f"{cpu1:.1f} total", "")
+    table.add_row(f"rerun after {args.more} more, wall", f"{second.graded} graded", f"{wall2:.2f}",
+                  f"{100 * wall2 / wall1:.1f}% of first", f"{cpu2:.1f} total", "")
+    if third is not None:
+        table.add_row("rerun after a check changed, wall", f"{third.graded} graded", f"{wall3:.1f}", "", "", "")
+    table.add_row("wall per submission (first run)", "", f"{per_submission:.3f}", f"target {args.target:g}", "", "")
+    table.add_row("CPU per submission (first run)", "", f"{cpu1 / args.n:.3f}", "", "", "")
+    console = Console(width=110)
     console.print(table)
-    slow = sorted(result.outcomes, key=lambda o: -o.seconds)[:3]
-    console.print("slowest: " + ", ".join(f"{kinds[o.learner]} {o.seconds:.1f} s" for o in slow))
-    errors = [o for o in result.outcomes if o.error]
-    console.print(f"grader failures: {len(errors)}" + "".join(f"\n  {o.learner}: {o.error}" for o in errors))
-    console.print("\n" + summary)
-    ok = per_submission <= args.target and not errors and rerun.graded == 0
-    console.print(f"{'PASS' if ok else 'MISS'}: {per_submission:.3f} s per submission (target <= {args.target:g})")
-    return 0 if ok else 1
+    sim1, sim2 = first.similarity, second.similarity
+    copied = {frozenset((k, v.split("copies ")[1])) for k, v in kinds.items() if "copies " in v}
+    found = {pair for pair in copied if any(pair <= set(c.learners) for c in sim1.clusters)}
+    console.print(f"similarity: {len(sim1.clusters)} cluster(s) (largest {max((len(c.learners) for c in sim1.clusters), default=0)} "
+                  f"learners), {len(sim1.common)} exact shared code(s) listed apart; the {len(copied)} copied pairs "
+                  f"found in a cluster: {len(found)}; submissions normalised: {sim1.normalised} in the first "
+                  f"run, {sim2.normalised} in the rerun ({sim2.cached} from the cache)")
+    console.print(f"class files: {outputs}; {feedback} feedback files for {total + 5} learners on the roster; "
+                  f"{late_rows} late rows; {len(second.missing)} without a submission")
+    errors = [o for o in first.outcomes + second.outcomes if o.error]
+    console.print(f"grader failures: {len(errors)}" + "".join(f"\n  {o.learner}: {o.error}" for o in errors[:5]))
+    checks = {
+        f"first run <= {args.target:g} s per submission": per_submission <= args.target,
+        f"rerun grades exactly the {args.more} new": second.graded == args.more,
+        "rerun < 10% of the first run": wall2 < 0.1 * wall1,
+        "every class file written": all(outputs.values()) and feedback == total + 5,
+        f"{args.late + args.more} late rows": late_rows == args.late + args.more,
+        "no grader failure": not errors,
+        "every copied pair found": found == copied,
+        f"similarity normalises only the {args.more} new": sim2.normalised == args.more,
+    }
+    if third is not None:
+        checks["a changed check regrades everyone"] = third.graded == total
+    for name, ok in checks.items():
+        console.print(f"{'PASS' if ok else 'MISS'}: {name}")
+    return 0 if all(checks.values()) else 1
 
 
 if __name__ == "__main__":

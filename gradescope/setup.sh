@@ -9,11 +9,31 @@ LEARNER="${MHA_GRADE_USER:-mha-learner}"
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-# Ubuntu 22.04 ships Python 3.10; its python3.11 package is enough (the grader needs 3.11).
-apt-get install -y -q python3.11 python3.11-venv 2>/dev/null || apt-get install -y -q python3 python3-venv
-PYTHON="$(command -v python3.11 || command -v python3)"
-"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), sys.version' \
-  || { echo "setup.sh: the grader needs Python >= 3.11, found $("$PYTHON" --version)" >&2; exit 1; }
+# A final release of Python >= 3.11 from the distribution's own archive. Ubuntu 24.04's python3
+# is 3.12 (final): choose that base image. Ubuntu 22.04's python3 is 3.10, and its python3.11
+# package is a release candidate (3.11.0rc1); no registry this bundle installs from (Ubuntu's
+# archive, PyPI) offers a final 3.11 for 22.04, so there we stop and say so, unless the
+# instructor accepts the release candidate knowingly (MHA_ALLOW_PRERELEASE=1).
+apt-get install -y -q python3 python3-venv
+final='import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) and v.releaselevel == "final" else 1)'
+PYTHON=""
+if python3 -c "$final"; then
+  PYTHON="$(command -v python3)"
+else
+  apt-get install -y -q python3.11 python3.11-venv 2>/dev/null || true
+  if command -v python3.11 >/dev/null && python3.11 -c "$final"; then
+    PYTHON="$(command -v python3.11)"
+  elif command -v python3.11 >/dev/null && [ "${MHA_ALLOW_PRERELEASE:-0}" = 1 ]; then
+    PYTHON="$(command -v python3.11)"
+    echo "setup.sh: using $("$PYTHON" --version), a release candidate, as MHA_ALLOW_PRERELEASE=1 asks" >&2
+  fi
+fi
+if [ -z "$PYTHON" ]; then
+  echo "setup.sh: the grader needs a final release of Python >= 3.11; this image has $(python3 --version 2>&1)" \
+       "and python3.11 $(python3.11 --version 2>&1 || echo 'not installable'). Choose Gradescope's Ubuntu 24.04" \
+       "base image (Python 3.12), or set MHA_ALLOW_PRERELEASE=1 at the top of setup.sh to accept 3.11.0rc1." >&2
+  exit 1
+fi
 
 "$PYTHON" -m venv "$ROOT/venv"
 "$ROOT/venv/bin/pip" install -q --upgrade pip

@@ -8,11 +8,11 @@ majority. At ``?`` the model answers three questions at once:
 * ``"blue"``: which digit is blue?     (look at another position: another sharp head)
 * ``"majority"``: which digit is most frequent?  (average over all digits: a diffuse head)
 
-One attention head cannot answer two of them: its output at ``?`` is a weighted mean of
-*value* vectors, and a value is a linear function of ``digit embedding + colour embedding``,
-so the digit part of a red 3 and of a blue 3 is the same vector. A head that looked at both
-the red and the blue digit would know the pair but not which is which. So the heads split
-the jobs, one question each, which is what chapter 5 looks at.
+A head that splits its weight evenly between the red and the blue digit cannot tell them
+apart: its output at ``?`` is a weighted mean of *value* vectors, and a value is an affine
+function of ``digit embedding + colour embedding``, so the digit part of a red 3 and of a
+blue 3 is the same vector. One head per question is the easy solution; whether training
+finds it depends on the seed (chapter 5 measures how often), see ``split_problems``.
 
 The questions ignore order, so the model has no positional encoding: attention alone is
 permutation-equivariant, and the tokens carry all the information needed.
@@ -122,6 +122,23 @@ def ablation_table(model, tokens, colours, targets):
         head_mask[h] = 0.0
         rows.append(accuracy(model, tokens, colours, targets, head_mask=head_mask))
     return np.array([[row[task] for task in TASKS] for row in rows])
+
+
+def split_problems(table, broken_below=0.5, learned_above=0.95):
+    """What keeps an ``ablation_table`` from showing one head per question: a list of
+    sentences, empty when every question is learned (row 0 above ``learned_above``) and each
+    head, removed, breaks exactly one question (accuracy below ``broken_below``), a different
+    one per head."""
+    table = np.asarray(table)
+    problems = [f"'{task}' not learned ({table[0, q]:.2f})" for q, task in enumerate(TASKS)
+                if table[0, q] <= learned_above]
+    broken = table[1:] < broken_below  # (H, 3)
+    problems += [f"'{task}' survives the removal of any one head" for q, task in enumerate(TASKS)
+                 if not broken[:, q].any()]
+    problems += [f"head {h} breaks {int(n)} questions" for h, n in enumerate(broken.sum(axis=1)) if n > 1]
+    problems += [f"'{task}' is broken by {int(n)} heads" for q, (task, n) in enumerate(zip(TASKS, broken.sum(axis=0)))
+                 if n > 1]
+    return problems
 
 
 @torch.no_grad()

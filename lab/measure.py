@@ -16,6 +16,7 @@ back to the system when they are freed (with glibc's mmap threshold fixed, see
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -149,6 +150,47 @@ def attention_time(kind, length, chunk_size=256, head_dim=64, repeats=5):
     return median_time(_attention_call(kind, length, chunk_size, head_dim), repeats=repeats, warmup=1)
 
 
+def attention_times(length, chunk_size=256, head_dim=64, repeats=5):
+    """Seconds of every repeat of plain and chunked attention, ``{"plain": [...], "chunked": [...]}``.
+
+    The two take turns (one warm-up round first), so that repeat ``i`` of each saw the same
+    load on a shared machine and ``chunked[i] / plain[i]`` is a fair ratio; their spread is the
+    run-to-run scatter.
+    """
+    calls = {kind: _attention_call(kind, length, chunk_size, head_dim) for kind in ("plain", "chunked")}
+    samples = {kind: [] for kind in calls}
+    for repeat in range(repeats + 1):
+        for kind, call in calls.items():
+            start = time.perf_counter()
+            call()
+            if repeat:
+                samples[kind].append(time.perf_counter() - start)
+    return samples
+
+
+def saved_for_backward_mib(kind, length, chunk_size=256, head_dim=64):
+    """MiB of the tensors autograd keeps for the backward pass of one plain or chunked call.
+
+    Counted exactly with ``torch.autograd.graph.saved_tensors_hooks`` (each storage once), on
+    ``(1, 1, length, head_dim)`` float32 inputs that require gradients. This is what a training
+    step holds between forward and backward, whatever the forward pass frees on the way.
+    """
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, length, head_dim, requires_grad=True) for _ in range(3))
+    storages = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    chunked = load("efficient").chunked_attention
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        out = _plain_attention(q, k, v) if kind == "plain" else chunked(q, k, v, chunk_size)
+    del out
+    return sum(storages.values()) / 2**20
+
+
 # --- 3. decoding with a KV cache vs recomputing the whole pass ------------------------------
 
 @torch.no_grad()
@@ -167,6 +209,42 @@ def decode(layer, prompt, num_tokens, use_cache):
         outputs.append(out)
         sequence, step_input = torch.cat([sequence, out], dim=1), out
     return torch.cat(outputs, dim=1), seconds
+
+
+@torch.no_grad()
+def decode_step_times(positions, embed_dim=128, num_heads=8, num_kv_heads=2, repeats=5):
+    """Seconds of one decoding step at each position ``t`` in ``positions``, with a KV cache
+    holding the ``t - 1`` earlier tokens and by recomputing the causal pass over all ``t``.
+
+    Returns ``{"cache": [...], "recompute": [...]}``, medians of ``repeats`` (after one warm-up),
+    the two taking turns, and ``{"spread_cache": [...], "spread_recompute": [...]}``: the slowest
+    repeat over the fastest, per position, the run-to-run scatter. The cache is filled once per position and copied before every timed
+    step (the copy is not timed), so that each step appends to a cache of exactly ``t - 1``.
+    """
+    torch.manual_seed(0)
+    layer = load("efficient").GroupedQueryAttention(embed_dim, num_heads, num_kv_heads).eval()
+    KVCache = load("efficient").KVCache
+    times = {"cache": [], "recompute": []}
+    for t in positions:
+        x = torch.randn(1, t, embed_dim)
+        filled = KVCache()
+        layer(x[:, :t - 1], causal=True, cache=filled)  # the prompt: t - 1 cached positions
+        samples = {"cache": [], "recompute": []}
+        for repeat in range(repeats + 1):
+            cache = copy.deepcopy(filled)
+            start = time.perf_counter()
+            layer(x[:, t - 1:], causal=True, cache=cache)  # one new token against the cache
+            cached = time.perf_counter() - start
+            start = time.perf_counter()
+            layer(x, causal=True)  # the whole sequence again
+            recompute = time.perf_counter() - start
+            if repeat:
+                samples["cache"].append(cached)
+                samples["recompute"].append(recompute)
+        for name in samples:
+            times[name].append(statistics.median(samples[name]))
+            times.setdefault(f"spread_{name}", []).append(max(samples[name]) / min(samples[name]))
+    return times
 
 
 def time_decoding(num_tokens=256, embed_dim=256, num_heads=8, num_kv_heads=2, batch=1, repeats=3):

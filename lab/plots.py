@@ -147,3 +147,76 @@ def plot_head_weights(weights, titles=None, query_labels=None, key_labels=None):
     fig.colorbar(image, ax=list(axes[0]), fraction=0.046 / num_heads, pad=0.02)
     plt.close(fig)  # constrained layout, not _finish's tight_layout: it leaves room for the shared colour bar
     return fig
+
+
+# Chapter 6: one colour and marker per removal order, the same in every pruning figure.
+PRUNING_STYLES = {
+    "static": dict(color="#1f4e79", marker="o", label="importance, static"),
+    "iterative": dict(color="#2e86c1", marker="s", linestyle="--", label="importance, iterative"),
+    "per-layer static": dict(color="#7d3c98", marker="^", linestyle=":", label="normalised per layer, static"),
+    "per-layer iterative": dict(color="#bb8fce", marker="D", linestyle="-.", markersize=3,
+                                label="normalised per layer, iterative"),
+    "reverse": dict(color="#c0392b", marker="v", label="reverse (most important first)"),
+}
+
+
+def _pruning_panel(ax, curves, names, band_label=None):
+    """One model's curves on ``ax``: the random orders' mean and central 90 %, then ``names``."""
+    random = 100 * np.asarray(curves["random"])
+    removed = np.arange(random.shape[1])
+    low, high = np.quantile(random, 0.05, axis=0), np.quantile(random, 0.95, axis=0)
+    ax.fill_between(removed, low, high, color="grey", alpha=0.25, label=band_label)
+    ax.plot(removed, random.mean(0), color="grey", marker=".", label="random: mean")
+    for name in names:
+        style = dict(PRUNING_STYLES[name])
+        ax.plot(removed, 100 * np.asarray(curves[name]), markersize=style.pop("markersize", 4), **style)
+    ax.set(xlim=(0, removed[-1]), ylim=(0, 100))
+
+
+def plot_pruning_curves(curves, names, quarter=None):
+    """Test accuracy (%) against heads removed, for one model: ``curves[name]`` of shape ``(K + 1,)``
+    for each of ``names``, and ``curves["random"]`` ``(num_orders, K + 1)`` drawn as its mean and
+    the band of its central 90 %. A dotted line marks ``quarter`` heads removed."""
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    num_orders = len(curves["random"])
+    _pruning_panel(ax, curves, names, band_label=f"{num_orders} random orders: central 90 %")
+    if quarter is not None:
+        ax.axvline(quarter, color="black", linewidth=0.8, linestyle=":")
+    removed = np.arange(len(curves["random"][0]))
+    ax.set(xlabel=f"heads removed (of {removed[-1]})", ylabel="test accuracy (%)",
+           title="accuracy as heads are removed", xticks=removed)
+    ax.legend(fontsize=8, loc="lower left")
+    return _finish(fig)
+
+
+def plot_pruning_seeds(results, names, holds=None):
+    """One small panel per model, ``results = {seed: curves}`` as for ``plot_pruning_curves``.
+
+    ``holds``, if given, maps a seed to a boolean array over ``k = 1 .. K - 1``: the points where
+    the ordering fails are marked with a cross at the bottom of that seed's panel.
+    """
+    seeds = list(results)
+    columns = min(3, len(seeds))
+    rows = -(-len(seeds) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.9 * rows), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, seed in zip(axes.flat, seeds):
+        _pruning_panel(ax, results[seed], names, band_label="random: central 90 %")
+        title = f"seed {seed}"
+        if holds is not None:
+            failed = np.flatnonzero(~np.asarray(holds[seed])) + 1  # k = 1 .. K - 1
+            ax.plot(failed, np.full(len(failed), 3.0), "x", color="black", markersize=6,
+                    label="ordering fails here")
+            title += f": holds at {len(holds[seed]) - len(failed)} of {len(holds[seed])} points"
+        ax.set_title(title, fontsize=10)
+    for ax in axes.flat[len(seeds):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("heads removed")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("test accuracy (%)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()  # an empty cross series still has a handle
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1 if rows > 1 else 0.18, 1, 1))
+    plt.close(fig)
+    return fig

@@ -31,13 +31,13 @@ def check(exercise, *, time_limit: float | None = None) -> None:
               "tests, or ask your instructor for a graded run.")
         return
     from autograder import service
-    from autograder.submission import SubmissionError, read_directory
+    from autograder.submission import SubmissionError, load as read_submission
 
     package = BACKENDS[backend()]
     # The folder the notebook's `load(...)` imports from (first on the package's path).
     directory = Path(next(iter(importlib.util.find_spec(package).submodule_search_locations)))
     try:
-        sources = read_directory(directory)
+        sources = read_submission(directory).sources
         report = service.grade(name, sources, str(directory), time_limit)
     except (service.ServiceError, SubmissionError) as err:
         print(f"check({name!r}): could not grade: {err}")
@@ -72,11 +72,14 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
     if code is not None and module and not code.co_filename.endswith(f"{module}.py"):
         notes.append(f"note: the {name} you passed is not the one in {package}/{module}.py, which is "
                      "what check() grades.")
+    confinement = report.get("confinement") or {}
     if report.get("practice"):
         from autograder.practice import LABEL
 
         notes.append(f"({LABEL}: your code ran in a plain subprocess with a time limit; "
                      "graded runs are confined, on Linux)")
+    elif confinement and not confinement.get("confined"):
+        notes.append(f"(your code was not confined by the kernel here: {confinement.get('why')})")
     return notes
 
 

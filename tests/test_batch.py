@@ -5,6 +5,7 @@ so they test the batch machinery itself; ``test_batch_with_the_real_pipeline`` r
 isolated grader on a three-learner class and one exercise.
 """
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -83,7 +84,8 @@ def test_hostile_submissions_cost_only_their_own_time(tmp_path):
 
 
 def test_rerun_grades_only_changed_submissions(tmp_path):
-    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x", "cy": None})
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x",
+                             "cy": "def softmax(x): return x + 0"})
     out = tmp_path / "out"
     first = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False)
     assert first.graded == 3
@@ -147,24 +149,51 @@ def test_summary_counts_mistakes_once_per_learner():
     assert "| `softmax` | 5 | 25% | 75% | 1.88 | no max subtraction (2/4); wrong axis (1/4) |" in md
 
 
-def test_similarity_sees_through_renaming_and_formatting():
-    body = ("import numpy as np\n\ndef softmax(x, axis=-1):\n    '''Mine.'''\n"
-            "    shifted = x - np.max(x, axis=axis, keepdims=True)  # stability\n"
-            "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
-            "    return exps / total\n")
-    renamed = ("import numpy as np\ndef softmax(logits, axis = -1):\n    # copied\n"
-               "    z = logits - np.max(logits, axis=axis, keepdims=True)\n    e = np.exp(z)\n"
-               "    s = np.sum(e, axis=axis, keepdims=True)\n\n    return e/s\n")
-    own = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
-           "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
-           "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
-           "    return np.moveaxis(out, -1, axis)\n")
+BODY = ("import numpy as np\n\ndef softmax(x, axis=-1):\n    \'\'\'Mine.\'\'\'\n"
+        "    shifted = x - np.max(x, axis=axis, keepdims=True)  # stability\n"
+        "    exps = np.exp(shifted)\n    total = np.sum(exps, axis=axis, keepdims=True)\n"
+        "    return exps / total\n")
+RENAMED = ("import numpy as np\ndef softmax(logits, axis = -1):\n    # copied\n"
+           "    z = logits - np.max(logits, axis=axis, keepdims=True)\n    e = np.exp(z)\n"
+           "    s = np.sum(e, axis=axis, keepdims=True)\n\n    return e/s\n")
+OWN = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axis, -1)\n"
+       "    out = np.empty_like(x)\n    for i in np.ndindex(x.shape[:-1]):\n"
+       "        row = np.exp(x[i] - x[i].max())\n        out[i] = row / row.sum()\n"
+       "    return np.moveaxis(out, -1, axis)\n")
+
+
+def _similar(tmp_path, learners: dict[str, str], finder=None):
+    finder = finder or similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
+    code = {k: finder.code(hashlib.sha256(v.encode()).hexdigest(), {"attention": v}) for k, v in learners.items()}
+    return finder, finder.run(code)
+
+
+def test_similarity_sees_through_renaming_and_formatting(tmp_path):
     stub = (ROOT / "mha_exercises" / "attention.py").read_text()
-    pairs = similarity.compare({"ada": {"attention": body}, "bob": {"attention": renamed},
-                                "cy": {"attention": own}, "s1": {"attention": stub}, "s2": {"attention": stub}},
-                               threshold=0.9)
-    assert [(p.a, p.b, list(p.exercises)) for p in pairs] == [("ada", "bob", ["softmax"])]
-    assert pairs[0].exercises["softmax"] == 1.0
+    _, result = _similar(tmp_path, {"ada": BODY, "bob": RENAMED, "cy": OWN, "s1": stub, "s2": stub})
+    assert [(c.learners, c.exercises) for c in result.clusters] == [(["ada", "bob"], {"softmax": 1.0})]
+
+
+def test_similarity_leaves_out_common_code_and_normalises_only_new_submissions(tmp_path):
+    template = ("import numpy as np\ndef softmax(x, axis=-1):\n    m = np.max(x, axis=axis, keepdims=True)\n"
+                "    y = np.exp(x - m)\n    d = np.sum(y, axis=axis, keepdims=True)\n    r = y / d\n"
+                "    assert np.all(np.isfinite(r))\n    return r\n")
+    # A class from one template: each learner adds a line of their own; two share a block of theirs.
+    learners = {f"t{i}": template.replace("    return r", f"    r = r + {i} * 0\n    return r") for i in range(8)}
+    shared = ("    lo = np.finfo(r.dtype).tiny\n    r = np.where(r < lo, 0, r)\n"
+              "    r = r / np.maximum(r.sum(axis=axis, keepdims=True), lo)\n    return r")
+    learners["t6"] = learners["t7"] = template.replace("    return r", shared)
+    learners.update(ada=BODY, bob=RENAMED, cy=OWN)
+    finder, result = _similar(tmp_path, learners)
+    assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["t6", "t7"]]
+    assert finder.normalised == len(set(learners.values())) and finder.cached == len(learners) - finder.normalised
+    # One late submission: only it is normalised; the others come from the cache.
+    late = OWN.replace("    return np.moveaxis", "    out = out.astype(x.dtype)\n    return np.moveaxis")
+    again, result = _similar(tmp_path, {**learners, "dee": late})
+    assert (again.normalised, again.cached) == (1, len(learners))
+    assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["cy", "dee"], ["t6", "t7"]]
+    md = similarity.clusters_markdown(result)
+    assert "3 learners" not in md and "2 learners: cy, dee" in md
 
 
 def test_batch_with_the_real_pipeline(tmp_path):
@@ -187,4 +216,124 @@ def test_batch_with_the_real_pipeline(tmp_path):
     assert [e["status"] for e in bob["exercises"]] == ["not attempted"]
     cy = json.loads((out / "reports" / "cy.json").read_text())
     assert [e["status"] for e in cy["exercises"]] == ["error"]
-    assert (out / "similarity.csv").exists() and (out / "summary.png").exists()
+    assert (out / "similarity.md").exists() and (out / "summary.png").exists()
+
+
+# ------------------------------------------------------------------- regrades that are right
+
+def test_a_changed_grader_or_seed_regrades_everyone_and_the_seed_is_kept(tmp_path, monkeypatch, capsys):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    first = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False)
+    seed_file = out / ".seed"
+    assert seed_file.stat().st_mode & 0o777 == 0o600 and int(seed_file.read_text()) == first.seed
+    assert batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False).graded == 0  # same stored seed
+    # A check changed (or the solutions, or the grader's code): nothing is reused.
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "another grader")
+    assert batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False).graded == 2
+    from rich.console import Console
+    console = Console(stderr=True, width=300)
+    other = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, seed=first.seed + 1,
+                            console=console)
+    assert other.graded == 2 and "differs from the seed stored" in capsys.readouterr().err
+    assert int(seed_file.read_text()) == first.seed + 1
+
+
+def test_grader_fingerprint_covers_checks_and_solutions():
+    from autograder.classroom.batch import PACKAGE
+    fingerprint = batch.grader_fingerprint()
+    assert len(fingerprint) == 64
+    covered = {f.relative_to(PACKAGE.parent).as_posix() for root in (PACKAGE, PACKAGE.parent / "solutions")
+               for f in root.rglob("*.py")}
+    assert "autograder/grading/exercises/masking.py" in covered and "solutions/masking.py" in covered
+
+
+def test_damaged_files_are_regraded_with_a_warning_never_a_traceback(tmp_path, capsys):
+    from rich.console import Console
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False)
+    (out / "reports" / "ada.json").write_text('{"learner": "ada", "exer')  # truncated
+    console = Console(stderr=True, width=300)
+    again = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, console=console)
+    assert [o.learner for o in again.outcomes if not o.skipped] == ["ada"]
+    assert "ada.json is damaged" in capsys.readouterr().err
+    (out / "hashes.json").write_text("{")
+    again = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, console=console)
+    assert again.graded == 2 and "hashes.json is damaged" in capsys.readouterr().err
+    assert json.loads((out / "reports" / "ada.json").read_text())["score"] > 0
+
+
+@pytest.mark.parametrize("case", ["jobs0", "jobs-3", "out_inside", "class_inside_out", "empty", "missing"])
+def test_commands_that_cannot_be_right_are_refused(tmp_path, capsys, case):
+    root = _class(tmp_path, {"ada": GOOD})
+    out = tmp_path / "out"
+    args = {"jobs0": [str(root), "--out", str(out), "--jobs", "0"],
+            "jobs-3": [str(root), "--out", str(out), "--jobs", "-3"],
+            "out_inside": [str(root), "--out", str(root / "grades")],
+            "class_inside_out": [str(root), "--out", str(tmp_path)],
+            "empty": [str(tmp_path / "empty"), "--out", str(out)],
+            "missing": [str(tmp_path / "nope"), "--out", str(out)]}[case]
+    (tmp_path / "empty").mkdir()
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert batch.main(args + ["--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("mha-grade batch: ")
+    assert {"jobs0": "--jobs must be at least 1", "jobs-3": "--jobs must be at least 1",
+            "out_inside": "inside the class folder", "class_inside_out": "inside the output folder",
+            "empty": "no submissions in", "missing": "is not a directory"}[case] in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+# ---------------------------------------------------------------------------- class outputs
+
+def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "import numpy as np\n" + GOOD,
+                             "zed": "def softmax(x): return x"})
+    deadline = time.time() - 3 * 86400
+    os.utime(root / "ada" / "attention.py", (deadline - 60, deadline - 60))  # on time
+    os.utime(root / "bob" / "attention.py", (deadline + 1.5 * 86400,) * 2)  # 1.5 days late: 2 started days
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
+                      "    Points Possible,,,,\n"
+                      "\"Lovelace, Ada\",101,S1,ada,A\n\"Babbage, Bob\",102,S2,bob,A\n\"Curie, Cy\",103,S3,cy,B\n")
+    from autograder.classroom import gradebook
+    from datetime import datetime, timezone
+    late = gradebook.LatePolicy(datetime.fromtimestamp(deadline, timezone.utc), penalty_per_day=10)
+    out = tmp_path / "out"
+    result = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, roster=roster, late=late,
+                             anonymize=True, assignment="HW attention")
+    assert result.missing == ["cy"]
+    grades = _grades(out)
+    full = POINTS["softmax"] + POINTS["scaled_dot_product_attention"]
+    assert grades["ada"]["final"] == str(full) and grades["ada"]["status"] == "graded"
+    assert float(grades["bob"]["final"]) == round(full * 0.8, 2) and grades["bob"]["status"] == "late"
+    assert grades["cy"]["status"] == "no submission" and grades["cy"]["final"] == "0"
+    assert grades["zed"]["status"] == "late"  # not on the roster (and late): graded, kept out of canvas.csv
+    with open(out / "canvas.csv") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "HW attention"]
+    assert canvas[1][0] == "Points Possible" and canvas[1][-1] == str(full)
+    assert canvas[2] == ["Lovelace, Ada", "101", "S1", "ada", "A", str(full)]
+    assert canvas[4][-1] == "0" and len(canvas) == 5
+    md = (out / "feedback" / "bob.md").read_text()
+    assert "days late" in md and "softmax" in md and "Graded from: attention.py" in md
+    for learner in ("ada", "bob", "cy", "zed"):
+        for ext in ("md", "html"):
+            text = (out / "feedback" / f"{learner}.{ext}").read_text()
+            assert str(result.seed) not in text and str(tmp_path) not in text
+    assert "<table>" in (out / "feedback" / "ada.html").read_text()
+    anonymous = (out / "anonymous" / "grades.csv").read_text()
+    assert "ada" not in anonymous and "learner-" in anonymous
+
+
+def test_batch_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
+    root = _class(tmp_path, {"ada": GOOD})
+    out = tmp_path / "out"
+    monkeypatch.setattr(batch, "_confinement", lambda: (False, "the kernel offers no Landlock"))
+    assert batch.main([str(root), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be confined here (the kernel offers no Landlock)" in err and "--unconfined" in err
+    assert not out.exists()
+    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: batch.BatchResult())
+    assert batch.main([str(root), "--out", str(out), "--quiet", "--unconfined"]) == 0

@@ -7,7 +7,7 @@ import pytest
 
 from autograder.grading import cache, judge, reference, runner
 from autograder.isolation import sandbox
-from autograder.submission import Submission, read_directory
+from autograder.submission import Submission, load
 from solution_copies import ROOT
 
 NO_MAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n"
@@ -23,7 +23,7 @@ def zygote():
 
 @pytest.fixture
 def submission():
-    sources = read_directory(ROOT / "solutions")
+    sources = load(ROOT / "solutions").sources
     return Submission("wrong-softmax", dict(sources, attention=sources["attention"] + NO_MAX))
 
 

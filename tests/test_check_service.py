@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from autograder import service
-from autograder.submission import read_directory
+from autograder.submission import load
 
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = read_directory(ROOT / "solutions")
+SOLUTIONS = load(ROOT / "solutions").sources
 NO_MAX = "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n"
 LOOP = "\n\ndef softmax(x, axis=-1):\n    while True:\n        pass\n"
 
@@ -70,8 +70,8 @@ def test_the_service_and_its_zygote_die_with_the_kernel(tmp_path):
         [sys.executable, "-c", textwrap.dedent("""
             import os, sys, time
             from autograder import service
-            from autograder.submission import read_directory
-            service.grade("padding_mask", read_directory(__import__("pathlib").Path("solutions")), "solutions")
+            from autograder.submission import load
+            service.grade("padding_mask", load("solutions").sources, "solutions")
             print(service._SERVICE.process.pid, flush=True)
             time.sleep(600)
         """)], cwd=ROOT, stdout=subprocess.PIPE, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))

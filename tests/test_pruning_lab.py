@@ -1,8 +1,16 @@
-"""Chapter 6 lab: the data and model of ``lab/digits.py``, its committed weights (and
-that retraining reproduces them bitwise), and the reference ``head_importance`` and
-``prune_heads`` (properties, equality with masking, parameter counts, repeated pruning)."""
+"""Chapter 6 lab: the data and model of ``lab/digits.py``; its committed weights (every seed's
+file recorded with what produced it, training deterministic on one machine, accuracy within the
+band the chapter states); the shipped curves (computed on these weights, reproduced here within
+two test images, and saying what the chapter says); the reference ``head_importance`` and
+``prune_heads`` (properties, equality with masking, parameter counts, repeated pruning).
+
+Nothing here compares bits across machines: different CPUs round float32 sums differently (a
+retraining on another CPU differed from the committed weights by up to 0.18 in a weight). The
+finite-difference and activation checks of ``head_importance`` are in
+``test_importance_independent.py``."""
 import copy
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +63,40 @@ def test_patches_are_the_4x4_windows_every_2_pixels():
             assert torch.equal(patches[:, 3 * i + j], window)
 
 
-def test_committed_weights_reach_the_target_accuracy(model):
-    assert digits.accuracy(model, *digits.load_split("test")) >= 0.97
+# Every seed's test accuracy, on the machine that trained it, was 97.6-98.9 % (provenance.json);
+# evaluated elsewhere, float32 rounding may move an image or two.
+ACCURACY_FLOOR = 0.97
+IMAGES_OF_ROUNDING = 2  # test images a borderline rounding may flip on another CPU
+
+
+def test_every_seed_has_weights_recorded_with_what_made_them():
+    entries = json.loads(digits.PROVENANCE.read_text())
+    for seed in digits.SEEDS:
+        path = digits.weights_path(seed)
+        entry = entries[path.name]
+        assert entry["seed"] == seed and entry["sha256"] == digits.sha256(path), f"{path.name}: stale entry"
+        assert entry["torch"] and entry["cpu"] and entry["cpu_capability"], f"{path.name}: machine not recorded"
+
+
+@pytest.mark.parametrize("seed", digits.SEEDS)
+def test_every_seed_reaches_the_accuracy_band(seed):
+    model = digits.load_model(MultiHeadAttention, digits.weights_path(seed))
+    x, y = digits.load_split("test")
+    accuracy = digits.accuracy(model, x, y)
+    recorded = json.loads(digits.PROVENANCE.read_text())[digits.weights_path(seed).name]["accuracy"]["test"]
+    assert accuracy >= ACCURACY_FLOOR
+    assert abs(accuracy - recorded) <= IMAGES_OF_ROUNDING / len(y) + 1e-4  # recorded to 4 decimals
+
+
+def test_training_is_deterministic_on_one_machine():
+    """Same seed, one thread, same machine: the same bits (a few steps; the full run is the same code)."""
+    train = _module("scripts/train_digits.py", "train_digits")
+    first, second = train.train(seed=3, max_steps=4), train.train(seed=3, max_steps=4)
+    assert first.keys() == second.keys()
+    different = [k for k in first if not torch.equal(first[k], second[k])]
+    assert not different, f"two runs differ in {different}"
+    other = train.train(seed=4, max_steps=4)
+    assert not torch.equal(first["head.weight"], other["head.weight"])  # the seed matters
 
 
 def test_head_mask_of_ones_changes_nothing_and_zeros_remove_the_heads(model, val):
@@ -67,16 +107,6 @@ def test_head_mask_of_ones_changes_nothing_and_zeros_remove_the_heads(model, val
         one_off = model(x, head_mask=digits.mask_without([(1, 2)], model.num_layers, model.num_heads))
     assert torch.equal(plain, ones)
     assert not torch.allclose(plain, one_off)
-
-
-def test_retraining_reproduces_the_committed_weights_bitwise():
-    """Same seed, one thread, same machine: the same bits (about half a minute of training)."""
-    train = _module("scripts/train_digits.py", "train_digits")
-    state = train.train()
-    committed = torch.load(digits.WEIGHTS, weights_only=True)
-    assert state.keys() == committed.keys()
-    different = [k for k in state if not torch.equal(state[k], committed[k])]
-    assert not different, f"retrained weights differ in {different}"
 
 
 # --- pruning curves ------------------------------------------------------------------------------
@@ -102,22 +132,71 @@ def test_orders_are_permutations_of_every_head(model, val):
     assert iterative[0] == static[0]  # nothing removed yet: the same first choice
 
 
-def test_the_bench_check_catches_each_kind_of_miss():
+@pytest.fixture(scope="module")
+def shipped():
+    return digits.load_results()
+
+
+def test_shipped_curves_are_reproduced_on_the_committed_weights(shipped):
+    """Seed 0's named orders and its first 5 random orders, recomputed here: the same test
+    accuracies within two images at every point (an image is 1/450)."""
+    meta, results = shipped
+    assert set(results) == set(digits.SEEDS) and meta["orders"] == list(digits.ORDERS)
+    model = digits.load_model(MultiHeadAttention)
+    x, y = digits.load_split("test")
+    curves = results[0]
+    orders = [curves["orders"][name] for name in digits.ORDERS]
+    orders += digits.random_orders(model.num_layers, model.num_heads, num_orders=5, seed=0)
+    here = digits.pruning_curves(model, orders, x, y)
+    there = np.array([curves[name] for name in digits.ORDERS] + list(curves["random"][:5]))
+    assert np.abs(here - there).max() <= IMAGES_OF_ROUNDING / len(y) + 1e-6
+
+
+def test_shipped_orders_are_the_importance_orders_of_the_weights(shipped):
+    """The static order stored for seed 0 is the reference head_importance's order here."""
+    _, results = shipped
+    model = digits.load_model(MultiHeadAttention)
+    val = digits.batches(*digits.load_split("val"), batch_size=1)
+    scores = head_importance(model, val, digits.loss_fn, normalize=False)
+    np.testing.assert_allclose(scores.numpy(), results[0]["importance"], rtol=1e-4)
+    assert digits.order_by_score(scores) == results[0]["orders"]["static"]
+
+
+def test_shipped_curves_say_what_the_chapter_says(shipped):
+    """Chapter 6 states in words: on every seed, averaged over the points, the importance order
+    (static and iterative) keeps at least the random mean's accuracy, and the random mean at
+    least the reverse order's. (Its counts per point are read from the same file.)"""
+    _, results = shipped
+    for seed, curves in results.items():
+        for name in ("static", "iterative"):
+            assert digits.ordering_holds_on_average(curves, name), f"seed {seed}, {name}"
+
+
+def test_ordering_checks_count_ties_as_holding_and_catch_swaps():
+    n = 16
+    curves = {"static": np.linspace(1.0, 0.1, n + 1), "reverse": np.linspace(1.0, 0.1, n + 1) - 0.1,
+              "random": np.stack([np.linspace(1.0, 0.1, n + 1) - 0.05] * 3)}
+    assert digits.ordering_holds(curves, "static").all() and len(digits.ordering_holds(curves, "static")) == n - 1
+    curves["reverse"][5] = curves["random"].mean(0)[5]  # a tie holds
+    assert digits.ordering_holds(curves, "static").all()
+    curves["reverse"][5] += 0.01
+    assert digits.ordering_holds(curves, "static").tolist() == [k != 5 for k in range(1, n)]
+    assert digits.ordering_holds_on_average(curves, "static")
+    curves["static"][1:-1] = 0.0
+    assert not digits.ordering_holds_on_average(curves, "static")
+
+
+def test_the_bench_reports_a_seed_whose_average_ordering_fails():
     bench = _module("bench/pruning.py", "bench_pruning")
     n = 16
-    good = {"static": np.linspace(1.0, 0.1, n + 1), "random mean": np.linspace(1.0, 0.1, n + 1) - 0.05,
-            "reverse": np.linspace(1.0, 0.1, n + 1) - 0.1}
-    for curve in good.values():
-        curve[0] = 1.0
+    good = {"static": np.linspace(1.0, 0.1, n + 1), "reverse": np.linspace(1.0, 0.1, n + 1) - 0.1,
+            "random": np.stack([np.linspace(1.0, 0.1, n + 1) - 0.05] * 3)}
     good["iterative"] = good["static"].copy()
-    good["static"][n // 4] = good["static"][0] - 0.01  # exactly one point: allowed
-    assert bench.misses(good, n) == []
-    swapped = copy.deepcopy(good)
-    swapped["reverse"][5] = swapped["random mean"][5] + 0.01
-    assert len(bench.misses(swapped, n)) == 2  # static and iterative both fail there
-    steep = copy.deepcopy(good)
-    steep["static"][n // 4] = steep["static"][0] - 0.0123
-    assert any("drop accuracy by 1.23 points" in m for m in bench.misses(steep, n))
+    assert bench.misses({0: good}) == []
+    bad = copy.deepcopy(good)
+    bad["iterative"][1:-1] -= 0.2
+    found = bench.misses({0: good, 3: bad})
+    assert len(found) == 1 and found[0].startswith("seed 3: averaged over k, iterative")
 
 
 # --- head_importance -----------------------------------------------------------------------------
@@ -129,27 +208,6 @@ def test_importance_shape_dtype_and_normalisation(model, val):
     torch.testing.assert_close(scores.norm(dim=1), torch.ones(model.num_layers))
     raw = head_importance(model, digits.batches(*val, batch_size=50), digits.loss_fn, normalize=False)
     torch.testing.assert_close(raw / raw.norm(dim=1, keepdim=True), scores)
-
-
-def test_importance_is_the_mean_absolute_gradient_by_finite_differences(model, val):
-    """One example per batch: E_x |dL(x)/dxi_h|, with each derivative by central differences."""
-    x, y = val[0][:3], val[1][:3]
-    double = copy.deepcopy(model).double()
-    scores = head_importance(double, [(x[i:i + 1].double(), y[i:i + 1]) for i in range(3)],
-                             digits.loss_fn, normalize=False)
-    expected = torch.zeros(double.num_layers, double.num_heads, dtype=torch.float64)
-    eps = 1e-6
-    with torch.no_grad():
-        for i in range(3):
-            for l in range(double.num_layers):
-                for h in range(double.num_heads):
-                    gate = torch.ones(double.num_layers, double.num_heads, dtype=torch.float64)
-                    gate[l, h] += eps
-                    up = digits.loss_fn(double(x[i:i + 1].double(), head_mask=gate), y[i:i + 1])
-                    gate[l, h] -= 2 * eps
-                    down = digits.loss_fn(double(x[i:i + 1].double(), head_mask=gate), y[i:i + 1])
-                    expected[l, h] += ((up - down) / (2 * eps)).abs() / 3
-    torch.testing.assert_close(scores.double(), expected, rtol=1e-4, atol=1e-8)
 
 
 def test_importance_weights_batches_by_their_size(model, val):
@@ -267,3 +325,23 @@ def test_digits_read_directly_equal_sklearn_load_digits():
     reference = load_digits()
     np.testing.assert_array_equal(images, reference.images)
     np.testing.assert_array_equal(target, reference.target)
+
+
+def test_across_seeds_counts_models_and_points():
+    n = 16
+    line = np.linspace(1.0, 0.1, n + 1)
+    good = {"static": line.copy(), "iterative": line + np.r_[0, np.full(n - 1, 0.01), 0],
+            "per-layer static": line - np.r_[0, np.full(n - 1, 0.02), 0], "reverse": line - np.r_[0, np.full(n - 1, 0.1), 0],
+            "random": np.stack([line - np.r_[0, np.full(n - 1, 0.05), 0]] * 3),
+            "importance": np.array([[4.0, 4.0], [3.0, 3.0], [2.0, 2.0], [1.0, 1.0]])}
+    good["per-layer iterative"] = good["per-layer static"].copy()
+    bad = copy.deepcopy(good)
+    bad["static"][15] = bad["random"].mean(0)[15] - 0.01  # one head left: the ordering fails there
+    bad["importance"] = bad["importance"][::-1]  # importance rising with depth
+    holding, numbers = digits.across_seeds({0: good, 1: bad}, quarter=4)
+    assert holding["static"].shape == (2, n - 1) and holding["static"].sum() == 2 * (n - 1) - 1
+    assert (numbers["num_seeds"], numbers["every_k_static"], numbers["on_average_static"]) == (2, 1, 2)
+    assert numbers["static_failing_k"] == [15] and numbers["most_heads_left_at_failures"] == 1
+    assert numbers["every_k_iterative"] == 2 and numbers["iterative_ahead"] == 2
+    assert numbers["per_layer_behind"] == 2 and numbers["depth_falls"] == 1
+    np.testing.assert_allclose(numbers["quarter_drops"], [100 * (line[0] - line[4])] * 2, atol=0.01)

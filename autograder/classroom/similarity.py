@@ -1,22 +1,38 @@
-"""``--similarity``: pairs of submissions whose exercise code is near-identical.
+"""``--similarity``: groups of learners whose exercise code is near-identical.
 
-An integrity aid, not a verdict: it points an instructor at pairs worth reading. Each exercise's
-definition is normalised so that renaming variables, reformatting, and editing comments or
-docstrings change nothing: docstrings dropped, every identifier (names, arguments, the
-function's own locals) replaced by a placeholder numbered in order of first use, then
-printed back by ``ast.unparse`` (which drops comments and fixes the layout) and split into
-tokens. Two learners' token sequences are compared with ``difflib``'s ratio (1.0 = identical).
-Code equal to the stub is ignored, and so are definitions shorter than ``MIN_TOKENS`` tokens:
-short exercises are naturally alike across honest learners.
+An integrity aid, not a verdict: it points an instructor at submissions worth reading.
+
+1. **Normalise** each exercise's definition, so that renaming variables, reformatting, and
+   editing comments or docstrings change nothing: docstrings dropped, every identifier
+   replaced by a placeholder numbered in order of first use, printed back by ``ast.unparse``
+   (which drops comments and fixes the layout) and split into tokens. Code equal to the stub
+   and definitions shorter than ``MIN_TOKENS`` tokens are left out: short exercises are
+   naturally alike across honest learners.
+2. **Fingerprint** the tokens (winnowing, as MOSS does: hashes of every ``K``-token window,
+   the smallest of each ``W`` consecutive ones kept), so that any shared run of at least
+   ``K + W - 1`` tokens shows as a shared fingerprint.
+3. **Leave out common code**: a fingerprint found in ``COMMON_SHARE`` of the class or more
+   (at least ``COMMON_MIN`` learners) belongs to a template, a published solution or the one
+   natural way to write a line, and links nobody (MOSS's ``-m``, JPlag's base code, without
+   needing the template).
+4. **Link** two learners on an exercise when the smaller of their sets of remaining
+   fingerprints is at least ``THRESHOLD`` contained in the other (and holds at least
+   ``MIN_FINGERPRINTS``), found through an inverted index (fingerprint -> learners), so the
+   work grows with the shared fingerprints, not with the number of pairs; report the
+   *clusters* (connected groups) and the exercises that link each.
+
+Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``): a rerun
+after late submissions normalises only the new ones; steps 3-4 are a linear pass over the
+class's fingerprints.
 """
 from __future__ import annotations
 
 import ast
 import csv
-import difflib
+import hashlib
 import io
-import itertools
 import tokenize
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +40,12 @@ from ..spec import MODULE_OF, POINTS
 
 THRESHOLD = 0.9
 MIN_TOKENS = 40
+K, W = 8, 4  # k-gram length and winnowing window, in tokens
+MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
+COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
+COMMON_MIN = 5
+CACHE_VERSION = 2
 _STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
-
-
-@dataclass
-class Pair:
-    a: str
-    b: str
-    exercises: dict[str, float]  # exercise id -> similarity ratio, those above the threshold
-    tokens: int  # tokens of the matching exercises (the larger of the two), to rank pairs
-
-    @property
-    def mean(self) -> float:
-        return sum(self.exercises.values()) / len(self.exercises)
 
 
 class _Normalise(ast.NodeTransformer):
@@ -84,6 +93,14 @@ def normalised_tokens(source: str, name: str) -> list[str] | None:
             if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
 
 
+def fingerprints(tokens: list[str]) -> list[int]:
+    """Winnowed hashes of the ``K``-token windows (stable across runs and machines)."""
+    grams = [int.from_bytes(hashlib.blake2b("\0".join(tokens[i:i + K]).encode(), digest_size=8).digest(), "big")
+             for i in range(max(1, len(tokens) - K + 1))]
+    kept = {min(grams[i:i + W]) for i in range(max(1, len(grams) - W + 1))}
+    return sorted(kept)
+
+
 def _stub_tokens() -> dict[str, list[str] | None]:
     stubs = {}
     for exercise, module in MODULE_OF.items():
@@ -92,70 +109,152 @@ def _stub_tokens() -> dict[str, list[str] | None]:
     return stubs
 
 
-def exercise_code(sources: dict[str, dict[str, str]]) -> dict[str, dict[str, list[str]]]:
-    """``{learner: {module: source}}`` -> ``{exercise: {learner: tokens}}``, stubs and short code left out."""
-    stubs = _stub_tokens()
-    code: dict[str, dict[str, list[str]]] = {}
-    for learner, modules in sources.items():
+@dataclass
+class Cluster:
+    learners: list[str]
+    exercises: dict[str, float]  # exercise -> the highest containment inside the cluster
+    links: int  # learner pairs linked inside it
+
+
+@dataclass
+class Common:
+    exercise: str
+    learners: int  # how many share this exact (normalised) code
+
+
+@dataclass
+class SimilarityResult:
+    clusters: list[Cluster]
+    common: list[Common]
+    threshold: float
+    normalised: int  # submissions normalised in this run (the others came from the cache)
+    cached: int
+
+
+class Similarity:
+    """The class's fingerprints, cached per submission in ``folder`` between runs."""
+
+    def __init__(self, folder, threshold: float = THRESHOLD, warn=print):
+        self.folder = Path(folder)
+        self.threshold = threshold
+        self._warn = warn
+        self._stubs = None
+        self.normalised = self.cached = 0
+
+    def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
+        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission."""
+        from .files import read_json, write_json
+
+        f = self.folder / "code" / f"{content_hash}.json"
+        found = read_json(f, self._warn) if f.exists() else None
+        if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
+            self.cached += 1
+            return found["exercises"]
+        self.normalised += 1
+        if self._stubs is None:
+            self._stubs = _stub_tokens()
+        exercises = {}
         for exercise, module in MODULE_OF.items():
-            tokens = normalised_tokens(modules.get(module, ""), exercise)
-            if tokens and tokens != stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
-                code.setdefault(exercise, {})[learner] = tokens
-    return code
+            tokens = normalised_tokens(sources.get(module, ""), exercise)
+            if tokens and tokens != self._stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
+                exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
+                                       "fingerprints": fingerprints(tokens)}
+        write_json(f, {"version": CACHE_VERSION, "exercises": exercises})
+        return exercises
+
+    def run(self, code: dict[str, dict[str, dict]]) -> SimilarityResult:
+        """``code``: ``{learner: self.code(...)}`` -> clusters and common code."""
+        n = len(code)
+        limit = max(COMMON_MIN, COMMON_SHARE * n)
+        links: dict[tuple[str, str], dict[str, float]] = {}
+        common = []
+        for exercise in POINTS:
+            mine = {learner: ex[exercise] for learner, ex in code.items() if exercise in ex}
+            digests = Counter(c["digest"] for c in mine.values())
+            common += [Common(exercise, k) for _, k in digests.most_common() if k >= limit]
+            frequency = Counter(fp for c in mine.values() for fp in set(c["fingerprints"]))
+            rare = {learner: {fp for fp in c["fingerprints"] if frequency[fp] < limit} for learner, c in mine.items()}
+            index: dict[int, list[str]] = defaultdict(list)
+            for learner in sorted(rare):
+                for fp in rare[learner]:
+                    index[fp].append(learner)
+            shared: Counter = Counter()
+            for learners in index.values():
+                for i, a in enumerate(learners):
+                    for b in learners[i + 1:]:
+                        shared[a, b] += 1
+            for (a, b), k in shared.items():
+                smaller = min(len(rare[a]), len(rare[b]))
+                if smaller >= MIN_FINGERPRINTS and k / smaller >= self.threshold:
+                    links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
+        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached)
 
 
-def compare(sources: dict[str, dict[str, str]], threshold: float = THRESHOLD) -> list[Pair]:
-    """Pairs of learners with at least one exercise at or above ``threshold``, most alike first."""
-    pairs: dict[tuple[str, str], Pair] = {}
-    for exercise, by_learner in exercise_code(sources).items():
-        for (a, ta), (b, tb) in itertools.combinations(sorted(by_learner.items()), 2):
-            m = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-            # The cheap upper bounds first: most pairs are far apart.
-            if m.real_quick_ratio() < threshold or m.quick_ratio() < threshold:
-                continue
-            ratio = m.ratio()
-            if ratio >= threshold:
-                pair = pairs.setdefault((a, b), Pair(a, b, {}, 0))
-                pair.exercises[exercise] = ratio
-                pair.tokens += max(len(ta), len(tb))
+def _clusters(links: dict[tuple[str, str], dict[str, float]]) -> list[Cluster]:
+    parent: dict[str, str] = {}
+
+    def root(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in links:
+        parent[root(a)] = root(b)
+    groups: dict[str, Cluster] = {}
+    for (a, b), exercises in links.items():
+        c = groups.setdefault(root(a), Cluster([], {}, 0))
+        c.links += 1
+        for learner in (a, b):
+            if learner not in c.learners:
+                c.learners.append(learner)
+        for e, r in exercises.items():
+            c.exercises[e] = max(r, c.exercises.get(e, 0.0))
     order = {e: i for i, e in enumerate(POINTS)}
-    for p in pairs.values():
-        p.exercises = dict(sorted(p.exercises.items(), key=lambda kv: order.get(kv[0], 99)))
-    return sorted(pairs.values(), key=lambda p: (-p.tokens, -p.mean, p.a, p.b))
+    for c in groups.values():
+        c.learners.sort()
+        c.exercises = dict(sorted(c.exercises.items(), key=lambda kv: order.get(kv[0], 99)))
+    return sorted(groups.values(), key=lambda c: (-len(c.learners), -len(c.exercises), c.learners))
 
 
-def similar_pairs(submissions: dict[str, Path], threshold: float = THRESHOLD) -> list[Pair]:
-    """:func:`compare` on submission paths (directories, zips, notebooks), read as the grader reads them."""
-    from ..submission import SubmissionError, load
-
-    sources = {}
-    for learner, path in submissions.items():
-        try:
-            sources[learner] = load(path).sources
-        except SubmissionError:
-            continue  # unreadable: its report already says why
-    return compare(sources, threshold)
+def clusters_csv(result: SimilarityResult, rename=lambda x: x) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["cluster", "size", "learners", "exercises (highest containment)", "linked_pairs"])
+    for i, c in enumerate(result.clusters, 1):
+        w.writerow([i, len(c.learners), " ".join(rename(x) for x in c.learners),
+                    " ".join(f"{e}:{r:.2f}" for e, r in c.exercises.items()), c.links])
+    return out.getvalue()
 
 
-def write_csv(pairs: list[Pair], path: Path) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["learner_a", "learner_b", "exercises", "mean_ratio", "tokens"])
-        for p in pairs:
-            ratios = " ".join(f"{e}:{r:.2f}" for e, r in p.exercises.items())
-            w.writerow([p.a, p.b, ratios, f"{p.mean:.3f}", p.tokens])
+def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
+    lines = ["# Near-identical exercise code", "",
+             f"Learners are grouped when, for one of their exercises, at least {result.threshold:.0%} of the "
+             f"distinctive fingerprints of one's code (names, comments and layout normalised; code found "
+             f"in {COMMON_SHARE:.0%} of the class or more, stub code and definitions under {MIN_TOKENS} "
+             f"tokens left out) are in the other's. A pointer for reading, not a verdict.", ""]
+    if result.common:
+        lines += ["Code shared exactly by many learners (a template, a published solution, or the one "
+                  "natural way to write it) links nobody:", ""]
+        lines += [f"- `{c.exercise}`: {c.learners} learners" for c in result.common]
+        lines += [""]
+    if not result.clusters:
+        lines += ["No cluster above the threshold."]
+    for i, c in enumerate(result.clusters, 1):
+        ex = ", ".join(f"`{e}` ({r:.2f})" for e, r in c.exercises.items())
+        lines.append(f"{i}. {len(c.learners)} learners: {', '.join(rename(x) for x in c.learners)}; "
+                     f"exercises: {ex}")
+    return "\n".join(lines) + "\n"
 
 
-def to_table(pairs: list[Pair], limit: int = 20):
-    """The ``limit`` most alike pairs (all of them are in similarity.csv)."""
+def clusters_table(result: SimilarityResult, limit: int = 20):
     from rich.table import Table
 
-    more = f", the {limit} most alike shown (all in similarity.csv)" if len(pairs) > limit else ""
-    table = Table(title=f"Near-identical exercise code (ratio >= {THRESHOLD:g} after normalising names "
-                        f"and layout): {len(pairs)} pair(s){more}")
-    for name in ("learners", "exercises (ratio)", "tokens"):
-        table.add_column(name)
-    for p in pairs[:limit]:
-        ratios = ", ".join(f"{e} ({r:.2f})" for e, r in p.exercises.items())
-        table.add_row(f"{p.a} ~ {p.b}", ratios, str(p.tokens))
+    table = Table(title=f"Near-identical exercise code (containment >= {result.threshold:g}): "
+                        f"{len(result.clusters)} cluster(s)"
+                        + (f", the {limit} largest shown (all in similarity.md)" if len(result.clusters) > limit else ""))
+    for name in ("learners", "exercises (highest containment)"):
+        table.add_column(name, overflow="fold")
+    for c in result.clusters[:limit]:
+        table.add_row(", ".join(c.learners), ", ".join(f"{e} ({r:.2f})" for e, r in c.exercises.items()))
     return table

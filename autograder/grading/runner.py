@@ -20,7 +20,6 @@ so that one mistake counts once.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import inspect
 import os
@@ -100,9 +99,10 @@ def select(exercises: dict[str, Exercise], ids) -> list[Exercise]:
 
 
 def case_rng(seed: int, exercise_id: str) -> np.random.Generator:
-    """Each exercise its own stream: adding an exercise does not change the others' cases."""
-    digest = int.from_bytes(hashlib.sha256(exercise_id.encode()).digest()[:8], "little")
-    return np.random.default_rng([seed, digest])
+    """Each exercise its own stream, the grading one (``exercises/draw.py``: disjoint from the public draw)."""
+    from .exercises import draw
+
+    return draw.rng(seed, exercise_id)
 
 
 _CASES: dict = {}  # (id(exercise), seed) -> (exercise, its cases)
@@ -116,7 +116,9 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
     if hit is None or hit[0] is not exercise:  # the exercise kept with its cases: ids are reused
         if len(_CASES) >= 1024:
             _CASES.clear()
-        hit = _CASES[key] = (exercise, exercise.cases(case_rng(seed, exercise.id)))
+        from .exercises import draw
+
+        hit = _CASES[key] = (exercise, draw.grading_cases(exercise, seed))  # none shares a public case's inputs
     return hit[1]
 
 

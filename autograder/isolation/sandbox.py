@@ -1,4 +1,5 @@
-"""The grader's handle on the learner's processes (the code that runs there is worker.py).
+"""The grader's handle on the learner's processes (the code that runs there is worker.py;
+how the kernel confines it, confine.py).
 
 :class:`Zygote` starts the learner-side process. From the CLI, before any reference code is
 imported, it imports torch in this process and forks the zygote from it (one torch import
@@ -7,7 +8,7 @@ holding nothing of the grader's. :meth:`Zygote.launch` gets a forked child, talk
 grader over a private socket; :meth:`Child.start` sends it one exercise's job and
 :meth:`Child.collect` answers its calls to proxied exercises and gathers one output per case
 until the deadline. A child that ends an exercise *reusable* (its process state untouched by
-the learner's code, see ``worker._Pristine``) may take the next exercise of the same
+the learner's code, see ``pristine.Pristine``) may take the next exercise of the same
 submission, after :meth:`Zygote.sweep` has killed whatever the last one left running; any
 other child, and every child at the end of a submission, goes to :meth:`Zygote.finish`,
 which kills its whole process group (grandchildren included) and learns how it ended. A
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import protocol
+from . import confine, protocol
 from ..spec import CaseError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +65,10 @@ class Zygote:
         ``solutions`` already imported, as in the tests) a fresh interpreter."""
         self.drivers, self.fork = drivers, fork
         # The zygote stays root (it has to read the harness and kill its children); each
-        # child drops to this user before any learner code runs (worker._drop_privileges).
+        # child drops to this user before any learner code runs (child.drop_privileges).
         self.run_as = learner_ids(user)
+        # What confines the learner's code here, for the report (confine.status).
+        self.confinement = confine.status(run_as=self.run_as is not None)
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
         self.start()
@@ -75,15 +78,11 @@ class Zygote:
         if self.fork and not _references_loaded():
             self.process = _fork_zygote(theirs, ours, self.drivers, self.run_as)
         else:
-            env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
-                       PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-            env.pop("MHA_GRADE_RUN_AS", None)
-            if self.run_as:
-                env["MHA_GRADE_RUN_AS"] = "%d:%d" % self.run_as
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.isolation.worker", str(theirs.fileno()), self.drivers],
+                [sys.executable, "-m", "autograder.isolation.worker", str(theirs.fileno()), self.drivers,
+                 str(os.getpid())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT),
+                stderr=subprocess.DEVNULL, env=learner_environment(self.run_as), cwd=str(ROOT),
             )
         theirs.close()
         self.control, self._ready = ours, False
@@ -161,6 +160,20 @@ class Zygote:
             self.process.wait()
 
 
+def learner_environment(run_as) -> dict:
+    """The environment of a fresh learner-side interpreter: what Python needs to start and
+    find the grader, one thread for the libraries, and nothing of the instructor's."""
+    from .zygote import KEEP_ENV
+
+    env = {k: os.environ[k] for k in KEEP_ENV + ("PYTHONHOME", "LD_LIBRARY_PATH") if k in os.environ}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("MHA_GRADE_RUN_AS", None)
+    if run_as:
+        env["MHA_GRADE_RUN_AS"] = "%d:%d" % run_as
+    return env
+
+
 def _references_loaded() -> bool:
     """Whether reference code (which a forked zygote would carry in memory) is imported here."""
     from autograder import REFERENCES, within
@@ -169,12 +182,16 @@ def _references_loaded() -> bool:
 
 
 def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_as) -> "_Forked":
-    from . import worker
+    from . import zygote
 
-    loaded = worker.preload(drivers)  # in this process: the grader needs torch too
+    loaded = zygote.preload(drivers)  # in this process: the grader needs torch too
+    grader = os.getpid()
     pid = os.fork()
     if pid == 0:  # the zygote: nothing of the grader's beyond what it had imported so far
         try:
+            confine.die_with_parent(grader)
+            sys.argv[1:], sys.orig_argv[1:] = [], []
+            zygote.scrub_environment()
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
@@ -182,9 +199,9 @@ def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_
                 sock.close()
             _close_inherited(keep=control.fileno())
             os.environ.pop("MHA_GRADE_RUN_AS", None)
-            if run_as:  # read by each child (worker._drop_privileges), as in the spawned zygote
+            if run_as:  # read by each child (child.drop_privileges), as in the spawned zygote
                 os.environ["MHA_GRADE_RUN_AS"] = "%d:%d" % run_as
-            worker.serve(control, loaded)
+            zygote.serve(control, loaded)
         finally:
             os._exit(0)
     return _Forked(pid)
@@ -197,7 +214,7 @@ def _close_inherited(keep: int) -> None:
     """Close every descriptor above 2 but ``keep``: whatever the grader had open (a report
     file, a pipe to its parent) must not reach the learner's children. Python objects of the
     grader's that still name a closed descriptor are never used or collected in the zygote
-    (``worker.serve`` freezes the garbage collector's view of them)."""
+    (``zygote.serve`` freezes the garbage collector's view of them)."""
     top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
     os.closerange(3, keep)
     os.closerange(keep + 1, max(top, keep + 1))

@@ -1,1 +1,5 @@
-"""The lab's trained weights (``digits.pt``, written by ``scripts/train_digits.py``): data, not code."""
+"""The lab's trained weights and results: data, not code.
+
+``digits.pt`` (seed 0) and ``digits_seed<N>.pt`` are written by ``scripts/train_digits.py --seed N``,
+``provenance.json`` records what produced each, and ``pruning_curves.json`` is written by
+``bench/pruning.py --write``."""

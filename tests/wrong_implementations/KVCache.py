@@ -93,10 +93,32 @@ class Preallocated:
         return self.n
 
 
+class ZerosPreallocated:
+    """A buffer from torch.zeros (float32 by default), as cyrilzakka/llm-playbook's KVCache."""
+
+    def __init__(self):
+        self.k = self.v = None
+        self.n = 0
+
+    def update(self, k, v):
+        new = k.shape[-2]
+        if self.k is None:
+            self.k = torch.zeros(*k.shape[:-2], 64, k.shape[-1])
+            self.v = torch.zeros(*v.shape[:-2], 64, v.shape[-1])
+        self.k[..., self.n:self.n + new, :] = k
+        self.v[..., self.n:self.n + new, :] = v
+        self.n += new
+        return self.k[..., :self.n, :], self.v[..., :self.n, :]
+
+    def __len__(self):
+        return self.n
+
+
 WRONG = {
     HeadAxis: "head axis",
     Overwrites: "forgets the past",
     CountsCalls: "counts the calls to update",
     Prepends: "before the old ones",
+    ZerosPreallocated: "into float32",
 }
 CORRECT = [ListCache, Preallocated]

@@ -134,6 +134,24 @@ class LoopOverHeads(Layer):
         return self.W_o(torch.cat(heads, dim=-1)), torch.stack(weights, dim=1)
 
 
+class FromTorchKQV(Layer):
+    """from_torch reading the packed in-projection as (k, q, v)."""
+
+    @classmethod
+    def from_torch(cls, ref):
+        layer = super().from_torch(ref)
+        if ref.in_proj_weight is not None:
+            with torch.no_grad():
+                q = layer.W_q.weight.clone()
+                layer.W_q.weight.copy_(layer.W_k.weight)
+                layer.W_k.weight.copy_(q)
+                if layer.W_q.bias is not None:
+                    b = layer.W_q.bias.clone()
+                    layer.W_q.bias.copy_(layer.W_k.bias)
+                    layer.W_k.bias.copy_(b)
+        return layer
+
+
 WRONG = {
     NoScale: "without the 1/sqrt(d_k) scale",
     InvertedMask: "inverts the mask",
@@ -141,5 +159,6 @@ WRONG = {
     NoOutputProjection: "missing the output projection W_o",
     WeightsAfterDropout: "weights after dropout",
     NoBias: "has no biases",
+    FromTorchKQV: "swaps the query and key projections",
 }
 CORRECT = [Layer, Einsum, LoopOverHeads]

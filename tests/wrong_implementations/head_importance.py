@@ -93,10 +93,49 @@ def stacked(model, batches, loss_fn, normalize=True, head_mask=None):
     return scores.detach()
 
 
+def bertology_backward(model, batches, loss_fn, normalize=True, head_mask=None):
+    """As huggingface/transformers' run_bertology.py: loss.backward() on the caller's head_mask,
+    whose .grad is never zeroed, summed per batch."""
+    gate = torch.ones(model.num_layers, model.num_heads) if head_mask is None else head_mask
+    gate.requires_grad_(True)
+    total, n = torch.zeros(gate.shape), 0
+    for x, y in batches:
+        (loss_fn(model(x, head_mask=gate), y) * len(y)).backward()
+        total += gate.grad.abs().detach()
+        n += len(y)
+    scores = total / n
+    if head_mask is not None:
+        scores = scores * (head_mask.detach() != 0)
+    if normalize:
+        scores = scores / scores.norm(dim=1, keepdim=True).clamp_min(1e-30)
+    return scores
+
+
+def min_max_rescaled(model, batches, loss_fn, normalize=True, head_mask=None):
+    scores = stacked(model, batches, loss_fn, normalize, head_mask)
+    return (scores - scores.min()) / (scores.max() - scores.min()) if normalize else scores
+
+
+def normalised_globally(model, batches, loss_fn, normalize=True, head_mask=None):
+    scores = stacked(model, batches, loss_fn, False, head_mask)
+    return scores / scores.norm() if normalize else scores
+
+
+def caller_mask_as_gate(model, batches, loss_fn, normalize=True, head_mask=None):
+    """Right values, but head_mask.requires_grad_() turns the caller's own tensor into the gate."""
+    if head_mask is not None:
+        head_mask.requires_grad_(True)
+    return stacked(model, batches, loss_fn, normalize, head_mask)
+
+
 WRONG = {
     no_abs: "signed gradients",
     norm_per_head: "normalisation over the wrong axis",
     masked_heads_in_norm: "masked heads left in the score",
     mean_of_batches: "unweighted mean over batches",
+    bertology_backward: "accumulated across batches",
+    min_max_rescaled: "global min and max",
+    normalised_globally: "over all layers at once",
+    caller_mask_as_gate: "changes the caller's head_mask",
 }
 CORRECT = [with_backward, stacked]

@@ -63,6 +63,13 @@ def float64_rows(scores, mask):
     return out.astype(scores.dtype)
 
 
+def allennlp_style(scores, mask):
+    # allenai/allennlp masked_softmax: softmax(x * mask), then * mask, renormalised.
+    keep = _full(mask, scores)
+    w = _softmax(scores * keep) * keep
+    return (w / (w.sum(-1, keepdims=True) + 1e-13)).astype(scores.dtype)
+
+
 WRONG = {
     after_softmax: "masking after the softmax",
     zero_fill: "filled with 0 instead of -inf",
@@ -70,5 +77,6 @@ WRONG = {
     d2l_style: "fully masked rows get uniform weights",
     inverted: "mask polarity inverted",
     no_max_shift: "without subtracting the row max",
+    allennlp_style: "multiplied by the mask before the softmax",
 }
 CORRECT = [log_sum_exp, float64_rows]

@@ -49,10 +49,19 @@ def by_torch_modules(query_dim, num_heads, key_dim, value_dim=None, output_dim=N
     return sum(p.numel() for layer in layers for p in layer.parameters())
 
 
+def no_output_bias(query_dim, num_heads, key_dim, value_dim=None, output_dim=None, bias=True):
+    value_dim = key_dim if value_dim is None else value_dim
+    output_dim = query_dim if output_dim is None else output_dim
+    inner_k, inner_v = num_heads * key_dim, num_heads * value_dim
+    count = 2 * query_dim * inner_k + query_dim * inner_v + inner_v * output_dim
+    return count + (2 * inner_k + inner_v if bias else 0)  # b_q, b_k, b_v but no b_o
+
+
 WRONG = {
     no_biases: "leaves out the biases",
     total_dims: "they are per head",
     value_dim_from_query: "defaults value_dim to query_dim",
     returns_float: "expected an int",
+    no_output_bias: "output projection's bias b_o",
 }
 CORRECT = [by_shapes, by_torch_modules]

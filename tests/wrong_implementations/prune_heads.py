@@ -100,10 +100,34 @@ def reshaped(layer, heads):
     return layer
 
 
+def fresh_default_linears(layer, heads):
+    """huggingface/transformers' prune_linear_layer style: nn.Linear(...) in the default dtype."""
+    done = getattr(layer, "pruned_heads", set())
+    heads = set(heads) - done
+    alive = [h for h in range(layer.num_heads + len(done)) if h not in done]
+    idx = torch.tensor([h not in heads for h in alive]).repeat_interleave(layer.head_dim).nonzero().flatten()
+
+    def linear(old, dim):
+        w = old.weight.index_select(dim, idx)
+        new = nn.Linear(w.shape[1], w.shape[0], bias=old.bias is not None)  # float32
+        with torch.no_grad():
+            new.weight.copy_(w)
+            if old.bias is not None:
+                new.bias.copy_(old.bias[idx] if dim == 0 else old.bias)
+        return new
+
+    layer.W_q, layer.W_k, layer.W_v = (linear(m, 0) for m in (layer.W_q, layer.W_k, layer.W_v))
+    layer.W_o = linear(layer.W_o, 1)
+    layer.num_heads = len(alive) - len(heads & set(alive))
+    layer.pruned_heads = done | (heads & set(alive))
+    return layer
+
+
 WRONG = {
     o_rows: "W_o pruned by rows",
     only_w_q: "pruning W_q only",
     num_heads_unchanged: "num_heads not updated",
     current_numbering: "heads taken as positions in the already-pruned layer",
+    fresh_default_linears: "float32 in a float64 layer",
 }
 CORRECT = [new_linears, reshaped]

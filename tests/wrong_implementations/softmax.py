@@ -44,10 +44,17 @@ def row_loop(x, axis=-1):
     return np.moveaxis(out, -1, axis)
 
 
+def sums_axis_0(x, axis=-1):
+    # As pluu2/MLhelper's attention.py writes it: normalised over axis 0, whatever `axis`.
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
 WRONG = {
     naive: "without subtracting the max",
     ignores_axis: "over the last axis whatever `axis` says",
     global_max: "max of the whole array",
     global_sum: "sum of the whole array",
+    sums_axis_0: "over axis 0 whatever `axis` says",
 }
 CORRECT = [log_sum_exp, float64_internals, row_loop]

@@ -27,9 +27,16 @@ def moveaxis(x, num_heads):
     return np.moveaxis(x.reshape(B, L, num_heads, F // num_heads), 2, 1).copy()
 
 
+def view_without_transpose(x, num_heads):
+    # The xformers variant of CLIP's _shape: view(B, L, H, d), no transpose.
+    B, L, F = x.shape
+    return x.reshape(B, L, num_heads, F // num_heads)
+
+
 WRONG = {
     reshape_only: "without the transpose",
     heads_last: "heads from the wrong axis",
     wrong_transpose: "(B, H, d, L)",
+    view_without_transpose: "(B, L, H, d)",
 }
 CORRECT = [stack_slices, moveaxis]

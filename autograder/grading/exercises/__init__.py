@@ -18,7 +18,7 @@ An exercise's checks live in the module of its chapter (``attention.py`` holds c
    the feedback can name it ("shape (2, 5, 4) = (B, Lk, Lq)"). Cover float32 and float64,
    masks (padding, causal, fully masked rows), extreme values, and properties
    (``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``; see
-   ``judge.PROPERTIES``). Inputs are plain data only (arrays, numbers, lists, dicts).
+   ``scoring.PROPERTIES``). Inputs are plain data only (arrays, numbers, lists, dicts).
 2. **A driver**, only if ``call`` cannot express the check (a torch module to build, a
    backward pass): add ``def my_driver(ns, **inputs) -> dict`` to the chapter's module of ``autograder/isolation/drivers/`` (and its ``__init__``).
    It gets the code under test from ``ns.module("layer")``, works on copies of its inputs, and
@@ -32,12 +32,21 @@ An exercise's checks live in the module of its chapter (``attention.py`` holds c
    code and may import ``solutions``. Make sure some case actually shows each bug. When a
    mistake is commonly written in ways that differ on some inputs (``exp(s) * mask`` gives
    NaN where ``np.where(mask, exp(s), 0)`` gives 0), map the diagnosis to a tuple of variants.
+   Prefer mistakes seen in published code (course solutions, tutorials, libraries) and name
+   the source in a comment.
 
 Then declare ``MY_EXERCISE = Exercise(id="my_exercise", cases=my_cases, bugs={...},
 uses=("other_exercise",))`` (``uses``: the exercises it may call, which the pipeline replaces
 with the reference so one mistake counts once), list it in the module's ``EXERCISES`` tuple,
-and, for a new chapter module, add its one import line below. The id must be in ``spec.POINTS`` and
-``spec.MODULE_OF``.
+and, for a new chapter module, add its one import line below. The id must be a row of ``spec.COURSE``
+(its module, chapter and points: the one place an exercise is declared).
+
+Cases climb a ladder (``Case.rung``, ``Exercise.ladder``): rung 0 is the simplest input
+(Lq = Lk, d_k = d_v, one width, float64), and each semantic property (fully masked rows,
+causal alignment, dtype kept, inputs untouched) is checked there too, so that code assuming
+a special case still meets its real mistake. Every input is drawn from ``rng`` (sizes too):
+``draw.py`` keeps the hidden cases disjoint from the public ones shipped with the release.
+Name a case for its input ("Lq > Lk, causal"), never for a suspected cause.
 
 Tests: in ``tests/wrong_implementations/`` add, for the exercise, at least three buggy
 implementations that must lose points with their diagnosis and two correct alternatives that
@@ -53,7 +62,8 @@ from ...spec import POINTS, Exercise
 from . import attention  # noqa: F401,E402  chapter 1
 from . import masking  # noqa: F401,E402  chapter 2
 from . import heads  # noqa: F401,E402  chapter 3
-from . import layer  # noqa: F401,E402  chapter 4
+from . import layer  # noqa: F401,E402  chapter 4 (NumPy)
+from . import layer_module  # noqa: F401,E402  chapter 4 (the PyTorch module)
 from . import analysis  # noqa: F401,E402  chapter 5
 from . import pruning  # noqa: F401,E402  chapter 6
 from . import efficient  # noqa: F401,E402  chapter 7
@@ -62,3 +72,5 @@ _ALL = {ex.id: ex for module in list(globals().values()) if isinstance(module, M
         for ex in getattr(module, "EXERCISES", ())}
 # In the course's order (spec.POINTS), so reports list the exercises chapter by chapter.
 EXERCISES: dict[str, Exercise] = {id: _ALL[id] for id in POINTS if id in _ALL}
+if set(_ALL) - set(EXERCISES):
+    raise ImportError(f"checks of exercises missing from spec.COURSE: {sorted(set(_ALL) - set(EXERCISES))}")

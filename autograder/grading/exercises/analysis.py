@@ -20,23 +20,26 @@ def entropy_cases(rng):
     def weights(dtype, mask=None, scale=2.0, shape=(B, H, Lq, Lk)):
         return masked_softmax(randn(rng, shape, dtype, scale), mask)
 
-    def case(name, w, dtype, sizes=sizes):
+    def case(name, w, dtype, sizes=sizes, rung=1):
         tolerance = GUARDED_LOG if dtype == "float64" else {}
         return call_case(name, "attention_entropy", [w], dtype=dtype, sizes=sizes, properties=("inputs_unchanged",),
-                         **tolerance)
+                         rung=rung, **tolerance)
 
     masked = rng.random((B, H, Lq, Lk)) < 0.6
     masked[..., 0] = True
     masked[0, 1, 2] = masked[1, 0, 3] = False  # fully masked rows: all-zero weights, entropy 0
     one_hot = np.eye(Lk)[rng.integers(0, Lk, (B, Lq))]  # (B, Lq, Lk)
+    n = int(rng.integers(6, 40))  # the uniform rows' length
     return [
+        case("2-D weights (Lq, Lk)", weights("float64", shape=(Lq, Lk)), "float64", dict(Lq=Lq, Lk=Lk), rung=0),
+        case("2-D weights with zeros", weights("float64", masked[0, 0], shape=(Lq, Lk)), "float64",
+             dict(Lq=Lq, Lk=Lk), rung=0),
         case("float64 softmax weights", weights("float64"), "float64"),
         case("float32 stays float32", weights("float32"), "float32"),
         case("zeros at masked keys and fully masked rows (0 log 0 = 0)", weights("float64", masked), "float64"),
         case("float32 with zeros", weights("float32", masked), "float32"),
         case("one-hot rows have entropy 0", one_hot, "float64", dict(B=B, Lq=Lq, Lk=Lk)),
-        case("uniform rows have entropy log(Lk)", np.full((3, Lq, Lk), 1 / Lk), "float64", dict(B=3, Lq=Lq, Lk=Lk)),
-        case("2-D weights (Lq, Lk)", weights("float64", shape=(Lq, Lk)), "float64", dict(Lq=Lq, Lk=Lk)),
+        case("uniform rows (entropy log(Lk))", np.full((3, Lq, n), 1 / n), "float64", dict(B=3, Lq=Lq, Lk=n)),
     ]
 
 
@@ -45,6 +48,10 @@ def _entropy(weights, log=np.log, axis=-1):
     return -(w * log(np.where(w > 0, w, 1))).sum(axis=axis)
 
 
+# Published: -sum(p log p) with no guard for p = 0 (NaN) is the pitfall HF's bertology example
+# guards against explicitly (huggingface/transformers run_bertology.py: plogp[p == 0] = 0), and
+# afiq-aswadi/kata-sr's entropy exercise asks for log(p + eps) (a guard GUARDED_LOG accepts);
+# a log in another base (here: divided by log of the head count) in attention-analysis snippets.
 def entropy_in_bits(weights):
     return _entropy(weights, log=np.log2)
 
@@ -65,6 +72,7 @@ def entropy_sign_flipped(weights):
 ATTENTION_ENTROPY = Exercise(
     id="attention_entropy",
     cases=entropy_cases,
+    ladder=(("2-D weights (Lq, Lk)", ""), ("weights with batch and head axes", "sum over the last axis only")),
     bugs={
         "your output is in bits (log2): the entropy is asked in nats (natural log)": entropy_in_bits,
         "your output is NaN where a weight is 0: 0 * log(0) = 0 * -inf = NaN, so take 0 log 0 = 0 "

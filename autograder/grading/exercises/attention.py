@@ -8,6 +8,7 @@ import numpy as np
 from solutions.masking import masked_softmax
 
 from ...spec import Exercise
+from . import cases
 from .cases import call_case, randn
 
 PROBABILITIES = ("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged")
@@ -22,23 +23,28 @@ def softmax_cases(rng):
         offsets = spread * rng.integers(-1, 2, size=shape[:-1] + (1,))
         return (offsets + 3 * rng.standard_normal(shape)).astype(dtype)
 
-    case = lambda name, x, dtype, **kw: call_case(  # noqa: E731
-        name, "softmax", [x], kw, dtype=dtype, properties=("rows_sum_to_one", "inputs_unchanged"),
-        sizes=dict(zip("BLN", x.shape)))
+    def case(name, x, dtype, rung, **kw):
+        return call_case(name, "softmax", [x], kw, dtype=dtype, properties=("rows_sum_to_one", "inputs_unchanged"),
+                         sizes=dict(zip("BLN", x.shape)), rung=rung)
+
+    far = np.stack([1e4 * (1 + rng.random()) - np.array([0.0, 1.0, 3.0]), 2 * rng.standard_normal(3)])
     return [
-        case("float64, 3-D, last axis", randn(rng, (2, 3, 5), scale=2), "float64"),
-        case("float32 stays float32", randn(rng, (3, 4, 6), "float32", scale=2), "float32"),
-        case("axis=0", randn(rng, (4, 7)), "float64", axis=0),
-        case("axis=1 of a 3-D array", randn(rng, (2, 5, 3)), "float64", axis=1),
-        case("one row (1-D input)", randn(rng, (6,), scale=3), "float64"),
-        case("extreme logits (±1e4), float64", logits((4, 5), "float64"), "float64"),
+        case("2-D (L, N) float64, last axis", randn(rng, (4, 5), scale=2), "float64", 0),
+        case("one row (1-D input)", randn(rng, (6,), scale=3), "float64", 0),
+        case("3-D float64, last axis", randn(rng, (2, 3, 5), scale=2), "float64", 0),
+        case("3-D float32, last axis", randn(rng, (3, 4, 6), "float32", scale=2), "float32", 1),
+        case("axis=0 of a 2-D array", randn(rng, (4, 7)), "float64", 2, axis=0),
+        case("axis=1 of a 3-D array", randn(rng, (2, 5, 3)), "float64", 2, axis=1),
+        case("logits of ±1e4, float64", logits((4, 5), "float64"), "float64", 3),
         # float32: ±100 already overflows exp (beyond 88.7), and keeps a log-sum-exp softmax
         # exact to ulp(100) = 7.6e-6, within the float32 tolerance.
-        case("large logits (±100), float32", logits((3, 6), "float32", spread=100), "float32"),
-        case("rows far below the global max", np.array([[1e4, 1e4 - 1, 1e4 - 3], [0.0, 1.0, 2.0]]), "float64"),
+        case("logits of ±100, float32", logits((3, 6), "float32", spread=100), "float32", 3),
+        case("one row near 1e4, one near 0", far, "float64", 3),
     ]
 
 
+# Published: no max subtraction in Fangzhou-Code/Learn_AI (self_attention.py, soft_max) and
+# pluu2/MLhelper (attention.py, softmaxT, which also sums over axis 0).
 def softmax_no_max_subtraction(x, axis=-1):
     e = np.exp(x)
     return e / e.sum(axis=axis, keepdims=True)
@@ -47,6 +53,11 @@ def softmax_no_max_subtraction(x, axis=-1):
 def softmax_last_axis_only(x, axis=-1):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_axis_0(x, axis=-1):  # pluu2/MLhelper attention.py: np.sum(..., axis=0)
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
 
 
 def softmax_global_max(x, axis=-1):
@@ -62,10 +73,15 @@ def softmax_global_sum(x, axis=-1):
 SOFTMAX = Exercise(
     id="softmax",
     cases=softmax_cases,
+    ladder=(("float64 arrays over the last axis", ""), ("float32 input", "keep the input's dtype"),
+            ("an axis other than the last", "take the max and the sum along `axis`, with keepdims=True"),
+            ("logits of ±1e4", "subtract each row's own max before exp")),
     bugs={
         "your output matches softmax without subtracting the max first (exp overflows to inf, "
         "then inf/inf = NaN, at logits of 1e4)": softmax_no_max_subtraction,
         "your output matches softmax over the last axis whatever `axis` says": softmax_last_axis_only,
+        "your output matches softmax over axis 0 whatever `axis` says (the default is the last axis, -1)":
+            softmax_axis_0,
         "your output matches softmax shifted by the max of the whole array instead of each row's max "
         "(rows far below it underflow to 0/0)": softmax_global_max,
         "your output matches softmax normalised by the sum of the whole array instead of each row's sum":
@@ -77,24 +93,30 @@ SOFTMAX = Exercise(
 # --- scaled dot-product attention --------------------------------------------------------------
 
 def attention_cases(rng):
-    B, H, Lq, Lk, d_k, d_v = 2, 3, 4, 5, 6, 7
+    B, H, Lq, Lk, d_k, d_v, L, d = 2, 3, 4, 5, 6, 7, 5, 4
     sizes = dict(B=B, H=H, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v)
+    simple = dict(B=B, L=L, d=d)
 
     def qkv(dtype, lead=(B, H), scale=1.0):
         return [randn(rng, lead + (Lq, d_k), dtype, scale), randn(rng, lead + (Lk, d_k), dtype, scale),
                 randn(rng, lead + (Lk, d_v), dtype)]
 
-    def case(name, args, dtype, mask=None, **kw):
+    def self_qkv(dtype):  # (B, L, d): Lq = Lk and d_k = d_v
+        return [randn(rng, (B, L, d), dtype) for _ in range(3)]
+
+    def case(name, args, dtype, mask=None, rung=1, sizes=sizes, **kw):
         kwargs = {} if mask is None else {"mask": mask}
         return call_case(name, "scaled_dot_product_attention", args, kwargs, returns=("out", "weights"),
-                         sizes=kw.pop("sizes", sizes), dtype=dtype, properties=PROBABILITIES, **kw)
+                         sizes=sizes, dtype=dtype, properties=PROBABILITIES, rung=rung, **kw)
 
-    valid = np.array([3, 5])
-    padding = (np.arange(Lk) < valid[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
-    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk), end-aligned
-    some_rows_empty = rng.random((B, H, Lq, Lk)) < 0.6
-    some_rows_empty[0, 1, 2] = some_rows_empty[1, 0, 0] = some_rows_empty[1, 2, 3] = False
+    def empty_rows(shape):
+        mask = rng.random(shape) < 0.6
+        rows = [tuple(rng.integers(0, n) for n in shape[:-1]) for _ in range(3)]
+        for row in rows:
+            mask[row] = False
+        return mask
 
+    padding = (np.arange(Lk) < rng.integers(1, Lk, B)[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
     # float32 large scores: integer inputs and d_k = 4 (sqrt 2) make every score exact in
     # float32 whatever the order of the sums or of the scaling. Scores up to ±128 overflow exp
     # in float32 (beyond 88.7) yet stay where a log-sum-exp softmax is exact to the tolerance.
@@ -102,15 +124,17 @@ def attention_cases(rng):
     exact = [(4 * rng.integers(-2, 3, (B, 3, 4))).astype("float32"),
              (4 * rng.integers(-2, 3, (B, 5, 4))).astype("float32"), randn(rng, (B, 5, 6), "float32")]
     return [
-        case("float64, no mask", qkv("float64"), "float64"),
-        case("float32 stays float32, no mask", qkv("float32"), "float32"),
-        case("float64, padding mask (B, 1, 1, Lk) broadcast", qkv("float64"), "float64", padding),
-        case("float32, causal mask (Lq, Lk), Lq < Lk", qkv("float32"), "float32", causal),
-        case("float64, fully masked rows", qkv("float64"), "float64", some_rows_empty),
-        case("3-D inputs without a head axis", qkv("float64", lead=(B,)), "float64",
-             sizes=dict(B=B, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v)),
-        case("extreme scores (up to ~2e4), float64", qkv("float64", scale=80.0), "float64", causal),
-        case("large scores (up to ±128), float32", exact, "float32", sizes=small),
+        case("3-D (B, L, d), no mask, float64", self_qkv("float64"), "float64", rung=0, sizes=simple),
+        case("3-D (B, L, d), float32", self_qkv("float32"), "float32", rung=0, sizes=simple),
+        case("3-D (B, L, d), mask (B, L, L) with fully masked rows", self_qkv("float64"), "float64",
+             empty_rows((B, L, L)), rung=0, sizes=simple),
+        case("4-D (B, H, Lq, d_k), Lq < Lk, d_k != d_v, no mask", qkv("float64"), "float64"),
+        case("4-D, padding mask (B, 1, 1, Lk)", qkv("float64"), "float64", padding),
+        case("4-D float32, causal mask (Lq, Lk)", qkv("float32"), "float32", cases.causal(Lq, Lk)),
+        case("4-D, mask (B, H, Lq, Lk) with fully masked rows", qkv("float64"), "float64", empty_rows((B, H, Lq, Lk))),
+        case("scores up to ~2e4, causal mask, float64", qkv("float64", scale=80.0), "float64", cases.causal(Lq, Lk),
+             rung=2),
+        case("scores up to ±128, float32", exact, "float32", rung=2, sizes=small),
     ]
 
 
@@ -134,6 +158,10 @@ def _filled_with(value):
     return weights_of
 
 
+# Published: no scale and a softmax over the queries (axis 0 of (Lq, Lk) scores) in
+# pluu2/MLhelper (attention.py); no scale in Fangzhou-Code/Learn_AI (self_attention.py); masked
+# scores filled with -1e9, so fully masked rows are uniform, in The Annotated Transformer
+# (harvardnlp/annotated-transformer, `attention`) and its many copies.
 def attention_no_scale(q, k, v, mask=None):
     return _attention(q, k, v, mask, scale=1)
 
@@ -184,6 +212,10 @@ def attention_without_max_subtraction(q, k, v, mask=None):
 SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     id="scaled_dot_product_attention",
     cases=attention_cases,
+    ladder=(("3-D inputs (B, L, d) with Lq = Lk and d_k = d_v", ""),
+            ("a head axis, Lq != Lk and d_k != d_v", "scores are (..., Lq, Lk) = q @ k^T over the last two "
+             "axes only (swapaxes(-1, -2), not .T), and the output takes d_v features from v"),
+            ("scores of ~1e4 (~100 in float32)", "subtract each row's max before exp")),
     uses=("softmax", "masked_softmax"),
     bugs={
         "your output matches attention without the 1/sqrt(d_k) scale": attention_no_scale,

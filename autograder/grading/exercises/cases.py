@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from solutions.masking import causal_mask as reference_causal_mask
+
 from ...spec import Case
 
 # How close the learner's floats must be to the reference's, per dtype, as |got - expected|
@@ -27,7 +29,7 @@ def randn(rng, shape, dtype="float64", scale=1.0):
 
 
 def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None, dtype="float64",
-              weight=1.0, properties=(), as_tensors=False, **tolerance):
+              weight=1.0, properties=(), as_tensors=False, rung=0, **tolerance):
     """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable).
 
     ``as_tensors=True`` hands the array inputs to the function as torch tensors.
@@ -37,4 +39,10 @@ def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None
               "returns": list(returns), "sizes": dict(sizes or {})}
     if as_tensors:
         inputs["as_tensors"] = True
-    return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), **tol)
+    return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), rung=rung,
+                **tol)
+
+
+def causal(num_queries, num_keys):
+    """The contract's causal mask ``(Lq, Lk)``: queries aligned to the end of the keys."""
+    return reference_causal_mask(num_queries, num_keys)

@@ -18,31 +18,34 @@ from .cases import TOLERANCE, call_case, randn
 def chunked_cases(rng):
     B, H, d_k, d_v = 2, 3, 6, 7
 
-    def case(name, lq, lk, chunk, causal=False, dtype="float64", scale=1.0, heads=True, **tolerance):
-        lead = (B, H) if heads else (B,)
+    def case(name, lq, lk, chunk, causal=False, dtype="float64", scale=1.0, heads=True, same_d=False, rung=1,
+             **tolerance):
+        lead, dv = ((B, H) if heads else (B,)), (d_k if same_d else d_v)
         args = [randn(rng, (*lead, lq, d_k), dtype, scale), randn(rng, (*lead, lk, d_k), dtype, scale),
-                randn(rng, (*lead, lk, d_v), dtype), chunk]
-        sizes = dict(B=B, Lq=lq, Lk=lk, d_k=d_k, d_v=d_v, **({"H": H} if heads else {}))
+                randn(rng, (*lead, lk, dv), dtype), chunk]
+        sizes = dict(B=B, **({"H": H} if heads else {}), **({"L": lq} if lq == lk else {"Lq": lq, "Lk": lk}),
+                     **({"d": d_k} if same_d else {"d_k": d_k, "d_v": d_v}))
         return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, **tolerance)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, **tolerance)
 
     return [
-        case("float64, chunk_size 4 does not divide Lk = 11", 5, 11, 4),
-        case("float32 stays float32, chunk_size 3", 5, 11, 3, dtype="float32"),
-        # Scores past 88 overflow exp in float32 unless the running max is subtracted; a
-        # correct float32 softmax of scores ~100 is only good to ~100 * eps relative, so the
-        # tolerance is looser here.
-        case("float32, scores of about a hundred: exp overflows unless the running max is subtracted",
-             4, 10, 3, dtype="float32", scale=6.0, rtol=1e-4, atol=1e-5),
-        case("causal, Lq < Lk (decoding: end-aligned mask), chunk_size 2", 4, 9, 2, causal=True),
-        case("causal, Lq = Lk, chunk_size 3", 7, 7, 3, causal=True),
+        case("Lq = Lk = 8, d_k = d_v, chunk_size 4", 8, 8, 4, same_d=True, rung=0),
+        case("Lq = Lk = 7, d_k = d_v, causal, chunk_size 3", 7, 7, 3, causal=True, same_d=True, rung=0),
+        case("Lq = Lk = 6, d_k = d_v, float32, chunk_size 2", 6, 6, 2, dtype="float32", same_d=True, rung=0),
+        case("Lq 5, Lk 11, chunk_size 4 (does not divide Lk)", 5, 11, 4),
+        case("causal, Lq < Lk, chunk_size 2", 4, 9, 2, causal=True),
         # Lq > Lk: the first Lq - Lk queries see no key at all. With the end-aligned mask this is
         # the only way a query meets a fully masked chunk before any visible key (key 0 is
         # visible to every query when Lq <= Lk), so it is where -inf - -inf shows.
-        case("causal, Lq > Lk: the first 3 queries see no key and give 0", 8, 5, 2, causal=True),
-        case("chunk_size larger than Lk (one chunk)", 4, 6, 16),
-        case("chunk_size 1, causal", 5, 6, 1, causal=True),
-        case("3-D inputs (B, L, d): no head axis", 6, 9, 4, causal=True, heads=False),
+        case("causal, Lq 8 > Lk 5, chunk_size 2", 8, 5, 2, causal=True),
+        case("chunk_size 16 larger than Lk 6", 4, 6, 16),
+        case("chunk_size 1, causal, Lq 5, Lk 6", 5, 6, 1, causal=True),
+        case("3-D inputs (B, L, d), causal, Lq 6, Lk 9", 6, 9, 4, causal=True, heads=False),
+        # Scores past 88 overflow exp in float32 unless the running max is subtracted; a
+        # correct float32 softmax of scores ~100 is only good to ~100 * eps relative, so the
+        # tolerance is looser here.
+        case("float32, scores of about a hundred, Lq 4, Lk 10", 4, 10, 3, dtype="float32", scale=6.0, rung=2,
+             rtol=1e-4, atol=1e-5),
     ]
 
 
@@ -84,6 +87,11 @@ def _chunked_bug(name, **knobs):
 CHUNKED_ATTENTION = Exercise(
     id="chunked_attention",
     cases=chunked_cases,
+    ladder=(("Lq = Lk and d_k = d_v", ""),
+            ("Lq != Lk, d_k != d_v, or a chunk_size that does not divide Lk", "the output has d_v features "
+             "(from v), the causal mask is end-aligned (query i sees keys j <= i + Lk - Lq), and the last "
+             "chunk may be shorter"),
+            ("float32 scores of about a hundred", "subtract the running max before exp")),
     bugs={
         "your output matches an online softmax whose accumulator is not rescaled by exp(m_old - m_new) "
         "when the running max grows": (_chunked_bug("accumulator_not_rescaled", rescale=False),
@@ -113,7 +121,7 @@ def repeat_cases(rng):
     def case(name, B, kv, L, d, n_rep, dtype="float64"):
         sizes = {"B": B, "Hkv": kv, "L": L, "d": d, "Hkv*n_rep": kv * n_rep}
         return call_case(name, "repeat_kv", [randn(rng, (B, kv, L, d), dtype), n_rep], sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=int(kv > 1 and n_rep > 1))
 
     return [
         case("3 kv heads, n_rep 2", 2, 3, 4, 5, 2),
@@ -128,6 +136,9 @@ def repeat_kv_tiled(x, n_rep):
     return x.repeat(1, n_rep, 1, 1)  # heads 0, 1, 2, 0, 1, 2
 
 
+# Published: meta-llama/llama's repeat_kv is written for (B, L, Hkv, d) (copied in
+# QiGoki/MyLLaMA2, GreekCodeBear/From0toInf-LLM); on this course's (B, Hkv, L, d) it repeats
+# the positions instead of the heads.
 def repeat_kv_on_sequence_axis(x, n_rep):
     return torch.repeat_interleave(x, n_rep, dim=2)
 
@@ -135,6 +146,9 @@ def repeat_kv_on_sequence_axis(x, n_rep):
 REPEAT_KV = Exercise(
     id="repeat_kv",
     cases=repeat_cases,
+    ladder=(("one key/value head, or n_rep 1", ""),
+            ("several key/value heads repeated", "each head repeated n_rep times in a row (0, 0, 1, 1), "
+             "along the head axis (dim 1)")),
     bugs={
         "your heads are tiled (0, 1, 0, 1, as x.repeat or torch.cat([x] * n_rep) give) instead of each "
         "repeated n_rep times consecutively (0, 0, 1, 1): use repeat_interleave, or expand a new axis "
@@ -159,14 +173,14 @@ def _gqa_state(rng, E, H, kv, d, bias):
 def gqa_cases(rng):
     B, L, E, H, d, Lp = 2, 5, 24, 6, 4, 7
 
-    def case(name, kv, dtype="float64", bias=True, mask=None, causal=False, new=L, past=False):
+    def case(name, kv, dtype="float64", bias=True, mask=None, causal=False, new=L, past=False, rung=1):
         sizes = {"B": B, "L": new, "E": E, "H": H, "Hkv": kv, "d": d, "H*d": H * d, "Hkv*d": kv * d}
         inputs = dict(config=dict(embed_dim=E, num_heads=H, num_kv_heads=kv, bias=bias),
                       state=_gqa_state(rng, E, H, kv, d, bias), x=randn(rng, (B, new, E), dtype), mask=mask,
                       causal=causal, dtype=dtype, sizes=sizes)
         if past:  # keys and values of Lp earlier tokens, as a cache would hold them
             inputs["past"] = {"keys": randn(rng, (B, kv, Lp, d), dtype), "values": randn(rng, (B, kv, Lp, d), dtype)}
-        return Case(name=name, driver="gqa_forward", inputs=inputs, **TOLERANCE[dtype])
+        return Case(name=name, driver="gqa_forward", inputs=inputs, rung=2 if past else rung, **TOLERANCE[dtype])
 
     empty_rows = rng.random((B, 1, L, L)) < 0.5  # (B, 1, Lq, Lk): shared by the heads
     empty_rows[0, 0, 1] = False  # a query that may attend to nothing
@@ -174,8 +188,9 @@ def gqa_cases(rng):
     decode_mask = np.ones((B, 1, 2, Lp + 2), dtype=bool)
     decode_mask[1, 0, :, :3] = False  # left padding of the second sequence
     return [
+        case("multi-head (num_kv_heads = num_heads), no mask", H, rung=0),
+        case("multi-head (num_kv_heads = num_heads), causal", H, causal=True, rung=0),
         case("6 query heads, 2 kv heads, no mask", 2),
-        case("multi-head (num_kv_heads = num_heads), causal", H, causal=True),
         case("multi-query (num_kv_heads = 1), causal, float32", 1, "float32", causal=True),
         case("3 kv heads, bias=False, causal", 3, bias=False, causal=True),
         case("boolean mask (B, 1, Lq, Lk) with a fully masked row", 2, mask=empty_rows),
@@ -228,6 +243,11 @@ def _gqa_bug(name, **knobs):
 GROUPED_QUERY_ATTENTION = Exercise(
     id="GroupedQueryAttention",
     cases=gqa_cases,
+    ladder=(("num_kv_heads = num_heads (plain multi-head attention)", ""),
+            ("fewer key/value heads than query heads", "W_k and W_v project to num_kv_heads * head_dim, and "
+             "query head h reads key/value head h // (num_heads // num_kv_heads)"),
+            ("decoding after cached tokens", "the causal mask is end-aligned: the new tokens are the last Lq of "
+             "the Lk positions")),
     bugs={
         "your layer tiles the key/value heads (0, 1, 0, 1) instead of repeating each consecutively "
         "(0, 0, 1, 1): query head h must read key/value head h // (num_heads // num_kv_heads)":
@@ -248,23 +268,25 @@ GROUPED_QUERY_ATTENTION = Exercise(
 def cache_cases(rng):
     B, H, d, d_v = 2, 3, 4, 5
 
-    def updates(name, lengths, dtype="float64"):
-        sizes = {"B": B, "Hkv": H, "d": d, "d_v": d_v}
+    def updates(name, lengths, dtype="float64", dv=d_v, rung=1):
+        sizes = {"B": B, "Hkv": H, "d": d, **({} if dv == d else {"d_v": dv})}
         inputs = dict(keys=[randn(rng, (B, H, n, d), dtype) for n in lengths],
-                      values=[randn(rng, (B, H, n, d_v), dtype) for n in lengths], sizes=sizes)
-        return Case(name=name, driver="kv_cache_updates", inputs=inputs, **TOLERANCE[dtype])
+                      values=[randn(rng, (B, H, n, dv), dtype) for n in lengths], sizes=sizes)
+        return Case(name=name, driver="kv_cache_updates", inputs=inputs, rung=rung, **TOLERANCE[dtype])
 
-    def decode(name, length, prompt, dtype="float64"):
-        sizes = {"B": B, "H": H, "L": length, "d": d, "d_v": d_v}
+    def decode(name, length, prompt, dtype="float64", dv=d_v, rung=1):
+        sizes = {"B": B, "H": H, "L": length, "d": d, **({} if dv == d else {"d_v": dv})}
         inputs = dict(q=randn(rng, (B, H, length, d), dtype), k=randn(rng, (B, H, length, d), dtype),
-                      v=randn(rng, (B, H, length, d_v), dtype), prompt=prompt, sizes=sizes)
-        return Case(name=name, driver="kv_cache_decode", inputs=inputs, **TOLERANCE[dtype])
+                      v=randn(rng, (B, H, length, dv), dtype), prompt=prompt, sizes=sizes)
+        return Case(name=name, driver="kv_cache_decode", inputs=inputs, rung=rung, **TOLERANCE[dtype])
 
     return [
+        updates("d_v = d_k: a prompt of 3 positions, then 1, 1", [3, 1, 1], dv=d, rung=0),
+        decode("d_v = d_k: decoding 4 positions after a prompt of 2", 6, 2, dv=d, rung=0),
         updates("a prompt of 6 positions, then 1, 1, 2", [6, 1, 1, 2]),
         updates("one position at a time, float32", [1, 1, 1], "float32"),
         updates("a single update of 7 positions", [7]),
-        decode("decoding 8 positions after a prompt of 3 equals the full causal pass", 11, 3),
+        decode("decoding 8 positions after a prompt of 3", 11, 3),
         decode("decoding from the first token, float32", 6, 1, "float32"),
     ]
 
@@ -276,6 +298,7 @@ class _Cache(ref.KVCache):
     keep_new_only = False
     count_updates = False
     prepend = False
+    float32 = False
 
     def __init__(self):
         super().__init__()
@@ -283,6 +306,7 @@ class _Cache(ref.KVCache):
 
     def update(self, k, v):
         self.updates += 1
+        k, v = (k.float(), v.float()) if self.float32 else (k, v)
         if self.keys is None or self.keep_new_only:
             self.keys, self.values = k, v
         elif self.prepend:
@@ -302,6 +326,9 @@ def _cache_bug(name, **knobs):
 KV_CACHE = Exercise(
     id="KVCache",
     cases=cache_cases,
+    ladder=(("keys and values of the same width (d_v = d_k)", ""),
+            ("values wider than keys (d_v != d_k)", "keys and values are stored separately, each with its own "
+             "last axis")),
     bugs={
         "your cache concatenates on the head axis (dim=1): the sequence axis is dim=-2":
             _cache_bug("HeadAxis", axis=1),
@@ -313,6 +340,10 @@ KV_CACHE = Exercise(
                                                                                          count_updates=True),
         "your cache puts the new positions before the old ones: append them at the end":
             _cache_bug("Prepends", prepend=True),
+        # A cache preallocated with torch.zeros(...) takes the default dtype, float32: the
+        # KVCache of cyrilzakka/llm-playbook (kv-cache.md), which also keeps positions on axis 1.
+        "your cache turns float64 keys and values into float32: keep the dtype of the tensors it is given":
+            _cache_bug("Float32", float32=True),
     },
 )
 

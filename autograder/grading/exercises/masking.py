@@ -6,24 +6,29 @@ import numpy as np
 from solutions.masking import causal_mask as reference_causal_mask
 
 from ...spec import Exercise
+from . import cases
 from .cases import call_case, randn
 
 # --- padding_mask ------------------------------------------------------------------------------
 
 
 def padding_cases(rng):
-    def case(name, valid_lens, num_keys, sizes):
-        return call_case(name, "padding_mask", [valid_lens, num_keys], sizes=sizes, properties=("inputs_unchanged",))
+    def case(name, valid_lens, num_keys, sizes, rung=0):
+        return call_case(name, "padding_mask", [valid_lens, num_keys], sizes=sizes, properties=("inputs_unchanged",),
+                         rung=rung)
 
-    B, Lq, Lk = 3, 4, 6
+    B, Lq, Lk = int(rng.integers(3, 6)), int(rng.integers(2, 5)), int(rng.integers(5, 10))
+    ends = rng.permutation(np.r_[0, Lk, rng.integers(1, Lk, B - 2)])  # an empty sequence and a full one
     per_query = rng.integers(0, Lk + 1, (2, Lq))
     per_query[0, 0], per_query[1, 1] = 0, Lk  # an empty row and a full one
+    single = rng.integers(0, 2, B + 2)
+    single[:2] = 0, 1
     return [
-        case("(B,) lengths, one of them 0 and one full", np.array([2, 0, Lk]), Lk, dict(B=B, Lk=Lk)),
+        case("(B,) lengths between 1 and Lk - 1", rng.integers(1, Lk, B), Lk, dict(B=B, Lk=Lk)),
+        case("(B,) lengths, one of them 0 and one Lk", ends, Lk, dict(B=B, Lk=Lk)),
         case("(B,) lengths in int32", rng.integers(1, Lk, B).astype(np.int32), Lk, dict(B=B, Lk=Lk)),
-        case("(B, Lq) lengths, one per query", per_query, Lk, dict(B=2, Lq=Lq, Lk=Lk)),
-        case("(B,) lengths, a single key", np.array([1, 0, 1, 1, 0]), 1, dict(B=5)),
-        case("(B,) lengths all below num_keys", np.array([3, 5]), 7, dict(B=2, Lk=7)),
+        case("(B,) lengths, a single key", single, 1, dict(B=B + 2), rung=1),
+        case("(B, Lq) lengths, one per query", per_query, Lk, dict(B=2, Lq=Lq, Lk=Lk), rung=2),
     ]
 
 
@@ -33,8 +38,15 @@ def _padding(valid_lens, num_keys, below=np.less, query_axis=True):
     return mask[:, None, :] if query_axis and valid_lens.ndim == 1 else mask
 
 
+# Published: True at the padding (the opposite polarity) in wenet-e2e/wenet's make_pad_mask
+# (and ESPnet's); a (B, Lk) mask without the query axis in rwth-i6/i6_experiments
+# (lengths_to_padding_mask) and anhaidgroup/deepmatcher (sequence_mask).
 def padding_mask_less_equal(valid_lens, num_keys):
     return _padding(valid_lens, num_keys, below=np.less_equal)
+
+
+def padding_mask_one_short(valid_lens, num_keys):
+    return _padding(np.asarray(valid_lens) - 1, num_keys)
 
 
 def padding_mask_inverted(valid_lens, num_keys):
@@ -52,9 +64,13 @@ def padding_mask_query_axis_always(valid_lens, num_keys):
 PADDING_MASK = Exercise(
     id="padding_mask",
     cases=padding_cases,
+    ladder=(("(B,) lengths", ""), ("a single key (num_keys = 1)", ""),
+            ("(B, Lq) lengths", "one length per query gives (B, Lq, Lk), without an extra axis")),
     bugs={
         "your mask matches `key <= valid_len`: the valid keys are 0 .. valid_len - 1, so use `<`":
             padding_mask_less_equal,
+        "your mask is off by one: it hides the last valid key (key < valid_len - 1); the valid keys are "
+        "0 .. valid_len - 1, so use `key < valid_len`": padding_mask_one_short,
         "your mask is inverted: True must mean 'may attend' (a valid key), not 'padding'": padding_mask_inverted,
         "your mask has shape (B, Lk) for (B,) lengths: add the query axis, (B, 1, Lk), so it broadcasts "
         "over the queries": padding_mask_no_query_axis,
@@ -67,17 +83,18 @@ PADDING_MASK = Exercise(
 # --- causal_mask -------------------------------------------------------------------------------
 
 def causal_cases(rng):
-    def case(name, *args):
+    def case(name, *args, rung=0):
         sizes = dict(Lq=args[0], Lk=args[-1]) if args[0] != args[-1] else dict(L=args[0])
-        return call_case(name, "causal_mask", list(args), sizes=sizes)
+        return call_case(name, "causal_mask", [int(a) for a in args], sizes=sizes, rung=rung)
 
+    L, small = rng.choice(np.arange(4, 12), 2, replace=False)
+    Lq = int(rng.integers(2, 6))
     return [
-        case("square, num_keys defaulted", 5),
-        case("square, num_keys given", 4, 4),
-        case("Lq < Lk: queries aligned to the end of the keys", 3, 7),
-        case("one new token against a cache of 6", 1, 6),
-        case("Lq > Lk: the first queries see nothing", 6, 4),
-        case("one query, one key", 1),
+        case("square (L, L), num_keys defaulted", L),
+        case("square (L, L), num_keys given", small, small),
+        case("Lq < Lk", Lq, Lq + int(rng.integers(2, 7)), rung=1),
+        case("one query against Lk keys", 1, int(rng.integers(3, 12)), rung=1),
+        case("Lq > Lk", Lq + int(rng.integers(2, 5)), Lq, rung=1),
     ]
 
 
@@ -87,6 +104,9 @@ def _causal(num_queries, num_keys=None, shift=0, relation=np.less_equal):
     return relation(np.arange(num_keys)[None, :], rows)  # (Lq, Lk)
 
 
+# Published: start-aligned masks cut from a square tril, karpathy/nanoGPT (bias[:, :, :T, :T])
+# and rasbt/LLMs-from-scratch (mask[:num_tokens, :num_tokens]); the latter's mask is
+# triu(ones, diagonal=1), True at the future: the opposite polarity.
 def causal_mask_strict(num_queries, num_keys=None):
     return _causal(num_queries, num_keys, relation=np.less)
 
@@ -112,6 +132,8 @@ def causal_mask_inverted(num_queries, num_keys=None):
 CAUSAL_MASK = Exercise(
     id="causal_mask",
     cases=causal_cases,
+    ladder=(("square masks (Lq = Lk)", ""),
+            ("Lq != Lk", "the queries are the last Lq of the Lk positions, so query i sees keys j <= i + (Lk - Lq)")),
     bugs={
         "your mask is off by one: it hides the diagonal (j < i); a query may see its own key (j <= i)":
             causal_mask_strict,
@@ -127,25 +149,26 @@ CAUSAL_MASK = Exercise(
 # --- masked_softmax ----------------------------------------------------------------------------
 
 def masked_softmax_cases(rng):
-    B, H, Lq, Lk = 2, 3, 4, 5
-    sizes = dict(B=B, H=H, Lq=Lq, Lk=Lk)
+    B, H, Lq, Lk, L = 2, 3, 4, 5, 6
+    sizes, square = dict(B=B, H=H, Lq=Lq, Lk=Lk), dict(L=L)
 
-    def case(name, scores, mask, dtype):
-        return call_case(name, "masked_softmax", [scores, mask], sizes=sizes, dtype=dtype,
+    def case(name, scores, mask, dtype, rung, sizes=sizes):
+        return call_case(name, "masked_softmax", [scores, mask], sizes=sizes, dtype=dtype, rung=rung,
                          properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"))
 
-    def scores(dtype, scale=2.0):
-        return randn(rng, (B, H, Lq, Lk), dtype, scale)
+    def scores(dtype, shape=(B, H, Lq, Lk), scale=2.0):
+        return randn(rng, shape, dtype, scale)
 
-    def no_empty_rows(p):
-        mask = rng.random((B, H, Lq, Lk)) < p
-        mask[..., 0] = True  # every row keeps a key
+    def keeps(shape, p, empty=()):
+        mask = rng.random(shape) < p
+        mask[..., int(rng.integers(shape[-1]))] = True  # every row keeps a key...
+        for row in empty:  # ...but these
+            mask[row] = False
         return mask
 
-    empty_rows = no_empty_rows(0.5)
-    empty_rows[0, 0, 1] = empty_rows[1, 2, 3] = empty_rows[1, 1, 0] = False
-    padding = (np.arange(Lk) < np.array([2, 4])[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
-    causal = np.arange(Lk)[None, :] <= np.arange(Lq)[:, None] + (Lk - Lq)  # (Lq, Lk)
+    padding = (np.arange(Lk) < rng.integers(1, Lk, B)[:, None])[:, None, None, :]  # (B, 1, 1, Lk)
+    empty_rows = keeps((B, H, Lq, Lk), 0.5, [(0, 0, 1), (1, 2, 3), (1, 1, 0)])
+
     def extreme(spread, dtype):
         # Rows at +spread, -spread or 0, and masked scores at 3 * spread, far above the others:
         # they must not take the weight, nor overflow. float32 uses spread 100 (exp overflows
@@ -154,16 +177,20 @@ def masked_softmax_cases(rng):
         x[..., 1] = np.where(extreme_mask[..., 1], x[..., 1], 3 * spread)
         return x.astype(dtype)
 
-    extreme_mask = no_empty_rows(0.6)
+    extreme_mask = keeps((B, H, Lq, Lk), 0.6)
     return [
-        case("float64, (B, H, Lq, Lk) mask", scores("float64"), no_empty_rows(0.6), "float64"),
-        case("float32 stays float32, padding mask (B, 1, 1, Lk)", scores("float32"), padding, "float32"),
-        case("float64, fully masked rows", scores("float64"), empty_rows, "float64"),
-        case("float32, fully masked rows", scores("float32"), empty_rows, "float32"),
-        case("float32, causal mask (Lq, Lk) broadcast", scores("float32"), causal, "float32"),
-        case("mask None is a plain softmax", scores("float64"), None, "float64"),
-        case("extreme scores (±1e4, masked ones at 3e4), float64", extreme(1e4, "float64"), extreme_mask, "float64"),
-        case("large scores (±100, masked ones at 300), float32", extreme(100, "float32"), extreme_mask, "float32"),
+        case("2-D (L, L) scores and mask, float64", scores("float64", (L, L)), keeps((L, L), 0.6), "float64", 0,
+             square),
+        case("2-D (L, L), a fully masked row", scores("float64", (L, L)), keeps((L, L), 0.6, [2]), "float64", 0,
+             square),
+        case("2-D (L, L), mask None", scores("float64", (L, L)), None, "float64", 0, square),
+        case("2-D (L, L), float32", scores("float32", (L, L)), keeps((L, L), 0.6), "float32", 0, square),
+        case("(B, H, Lq, Lk) scores and mask, float64", scores("float64"), keeps((B, H, Lq, Lk), 0.6), "float64", 1),
+        case("float32, padding mask (B, 1, 1, Lk)", scores("float32"), padding, "float32", 1),
+        case("float64, (B, H, Lq, Lk) with fully masked rows", scores("float64"), empty_rows, "float64", 1),
+        case("float32, causal mask (Lq, Lk)", scores("float32"), cases.causal(Lq, Lk), "float32", 1),
+        case("scores of ±1e4, masked ones at 3e4, float64", extreme(1e4, "float64"), extreme_mask, "float64", 2),
+        case("scores of ±100, masked ones at 300, float32", extreme(100, "float32"), extreme_mask, "float32", 2),
     ]
 
 
@@ -179,6 +206,9 @@ def _full(mask, scores):
     return np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
 
 
+# Published: masked scores filled with -1e6 (fully masked rows uniform) in d2l-ai/d2l-en
+# (masked_softmax); -inf from triu with no guard (NaN rows) in niujiazhen/happy-llm
+# (maskSelfAttention.py); scores multiplied by the mask in allenai/allennlp (masked_softmax).
 def masked_softmax_inverted(scores, mask):
     from solutions.masking import masked_softmax
     return masked_softmax(scores, ~_full(mask, scores))
@@ -213,6 +243,16 @@ def masked_softmax_no_max_subtraction_multiplied(scores, mask):
         return e / e.sum(axis=-1, keepdims=True)
 
 
+def masked_softmax_multiplied_then_renormalised(scores, mask):
+    # Published as allennlp.nn.util.masked_softmax (memory_efficient=False): softmax(x * mask),
+    # then * mask and renormalised; a masked score becomes 0, which takes the max of a row of
+    # very negative scores, so the real weights underflow to 0.
+    keep = _full(mask, scores)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = _exp_normalise((scores * keep).astype(scores.dtype)) * keep
+        return (e / (e.sum(axis=-1, keepdims=True) + 1e-13)).astype(scores.dtype)
+
+
 def masked_softmax_wrong_axis(scores, mask):
     from solutions.masking import masked_softmax
     flip = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
@@ -222,6 +262,10 @@ def masked_softmax_wrong_axis(scores, mask):
 MASKED_SOFTMAX = Exercise(
     id="masked_softmax",
     cases=masked_softmax_cases,
+    ladder=(("2-D (L, L) scores with a mask of the same shape", ""),
+            ("4-D scores (B, H, Lq, Lk) with masks that broadcast", "the mask broadcasts against the scores; "
+             "normalise over the last axis only"),
+            ("scores of ±1e4 (±100 in float32)", "subtract each row's max over its unmasked keys before exp")),
     bugs={
         "your output matches a masked softmax with the mask polarity inverted (True must mean 'may attend')":
             masked_softmax_inverted,
@@ -237,6 +281,10 @@ MASKED_SOFTMAX = Exercise(
         "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied),
         "your output matches a softmax over the query axis instead of the key (last) axis":
             masked_softmax_wrong_axis,
+        "your output matches the scores multiplied by the mask before the softmax, then renormalised: a "
+        "masked score becomes 0, not -inf, so in a row of very negative scores it takes the max and the "
+        "real weights underflow to 0 (fill masked scores with -inf or the dtype's min instead)":
+            masked_softmax_multiplied_then_renormalised,
     },
 )
 

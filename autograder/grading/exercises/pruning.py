@@ -8,6 +8,8 @@ structure and by its outputs, which must equal the unpruned layer's with those h
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -15,6 +17,7 @@ from lab import digits
 from solutions import pruning as reference
 
 from ...spec import Case, Exercise
+from .cases import TOLERANCE
 
 # head_importance runs in float32 through a 4-layer network, one gradient per batch. Correct
 # alternatives (the loss as a sum instead of a batch mean, loss.backward() instead of
@@ -53,59 +56,82 @@ def _random_state(rng, config):
 
 # --- head_importance ----------------------------------------------------------------------------
 
-def importance_cases(rng):
-    state = _lab_state()
+@functools.lru_cache(maxsize=1)
+def _lab_data():
+    """The lab's committed weights and validation split, read once per process (every draw uses them)."""
     x, y = digits.load_split("val")
-    x, y = x.numpy(), y.numpy()
+    return _lab_state(), x.numpy(), y.numpy()
+
+
+def importance_cases(rng):
+    state, x, y = _lab_data()
     L, H = digits.CONFIG["num_layers"], digits.CONFIG["num_heads"]
     lab = {"config": dict(digits.CONFIG), "state": state}
 
-    def case(name, n, batch_size, model=lab, data=(x, y), **inputs):
+    def case(name, n, batch_size, rung, model=lab, data=None, **inputs):
         sizes = {"layers": model["config"]["num_layers"], "heads": model["config"]["num_heads"]}
-        return Case(name=name, driver="importance_run",
+        if data is None:  # n validation examples drawn from the stream
+            pick = rng.choice(len(y), n, replace=False)
+            data = x[pick], y[pick]
+        return Case(name=name, driver="importance_run", rung=rung,
                     inputs={**model, "x": data[0][:n], "y": data[1][:n], "batch_size": batch_size,
                             "sizes": sizes, **inputs}, **IMPORTANCE_TOLERANCE)
 
     removed = np.ones((L, H), np.float32)
-    removed[0, 1] = removed[2, 3] = 0.0
+    removed[tuple(np.array([(layer, rng.integers(H)) for layer in rng.choice(L - 1, 2, replace=False)]).T)] = 0.0
     emptied = removed.copy()
-    emptied[3] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
+    emptied[L - 1] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
     small_config = dict(num_layers=3, num_heads=5, d_model=20, d_ff=24, patch_dim=6, num_patches=7, num_classes=4)
     small = {"config": small_config, "state": _random_state(rng, small_config)}
     small_data = (rng.standard_normal((17, 7, 6)).astype(np.float32), rng.integers(0, 4, 17).astype(np.int64))
+    size = int(rng.integers(6, 9))
     return [
-        case("lab model (committed weights), batches of 8, 8 and 4", 20, 8),
-        case("lab model, normalize=False", 20, 8, normalize=False),
-        case("lab model, one example per batch (as in the lab)", 6, 1),
-        case("lab model, head_mask with heads (0, 1) and (2, 3) removed", 20, 8, head_mask=removed),
-        case("lab model, head_mask removing every head of layer 3", 20, 8, head_mask=emptied),
-        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, model=small, data=small_data),
-        case("a random model left in training mode, normalize=False", 17, 5, model=small, data=small_data,
+        case("lab model, normalize=False, batches with a smaller last one", 2 * size + 3, size, 0, normalize=False),
+        case("lab model, one example per batch (as in the lab), normalize=False", 5, 1, 0, normalize=False),
+        case("lab model (committed weights), normalize=True", 2 * size + 4, size, 1),
+        case("lab model, head_mask with two heads removed", 2 * size + 2, size, 2, head_mask=removed),
+        case("lab model, head_mask removing every head of the last layer", 2 * size + 1, size, 2, head_mask=emptied),
+        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, 3, model=small, data=small_data),
+        case("a random model left in training mode, normalize=False", 17, 5, 3, model=small, data=small_data,
              normalize=False, train_mode=True),
     ]
 
 
 def _importance(model, batches, loss_fn, normalize=True, head_mask=None, *, signed=False, axis=1,
-                masked_in_norm=False, weighted=True, abs_after_sum=False, ignore_mask=False):
+                masked_in_norm=False, weighted=True, abs_after_sum=False, ignore_mask=False, not_reset=False,
+                per_token=None, min_max=False, always_normalise=False, global_norm=False, in_place=False):
     """The reference with one step changed; each bug below is one setting of these knobs."""
     shape = (model.num_layers, model.num_heads)
     mask = torch.ones(shape) if head_mask is None or ignore_mask else head_mask.detach().float()
-    gate = mask.clone().requires_grad_(True)
-    total, count, num_batches = torch.zeros(shape), 0, 0
+    gate = head_mask.requires_grad_(True) if in_place and head_mask is not None else mask.clone().requires_grad_(True)
+    total, count, num_batches, running = torch.zeros(shape), 0, 0, torch.zeros(shape)
     for x, y in batches:
         (grad,) = torch.autograd.grad(loss_fn(model(x, head_mask=gate), y), gate)
-        grad = grad if signed or abs_after_sum else grad.abs()
+        running = running + grad if not_reset else grad  # .grad accumulates unless zeroed
+        grad = running if signed or abs_after_sum else running.abs()
         total += grad * (len(y) if weighted else 1)
-        count, num_batches = count + len(y), num_batches + 1
-    scores = total / (count if weighted else num_batches)
+        tokens = 1 if per_token is None else x.shape[1] + per_token  # per example: patches (+ the class token)
+        count, num_batches = count + len(y) * tokens, num_batches + 1
+    scores = (total / (count if weighted else num_batches)).detach()
     scores = scores.abs() if abs_after_sum else scores
     if head_mask is not None and not masked_in_norm:
         scores = scores * (mask != 0)
-    if normalize:
-        scores = scores / scores.norm(dim=axis, keepdim=True).clamp_min(1e-30)
+    if normalize or always_normalise:
+        norm = scores.norm() if global_norm else scores.norm(dim=axis, keepdim=True)
+        scores = scores / norm.clamp_min(1e-30)
+    if min_max and (normalize or min_max == "always"):
+        scores = (scores - scores.min()) / (scores.max() - scores.min())
     if head_mask is not None and masked_in_norm == "zeroed after":
         scores = scores * (mask != 0)
     return scores.detach()
+
+
+def _importance_bug(name, **knobs):
+    def bug(model, batches, loss_fn, normalize=True, head_mask=None):
+        return _importance(model, batches, loss_fn, normalize, head_mask, **knobs)
+
+    bug.__name__ = bug.__qualname__ = name
+    return bug
 
 
 def importance_signed(model, batches, loss_fn, normalize=True, head_mask=None):
@@ -139,6 +165,11 @@ def importance_mask_ignored(model, batches, loss_fn, normalize=True, head_mask=N
 HEAD_IMPORTANCE = Exercise(
     id="head_importance",
     cases=importance_cases,
+    ladder=(("the lab model with normalize=False", ""),
+            ("normalize=True", "divide each layer's row of scores by its own L2 norm"),
+            ("a head_mask with removed heads", "start the gate from head_mask; removed heads score exactly 0"),
+            ("another model shape, or a model left in training mode", "use model.num_layers and model.num_heads, "
+             "and leave the model as it came")),
     bugs={
         "your scores match signed gradients: take the absolute value of each batch's gradient "
         "(a head that helps and a head that hurts both matter)": importance_signed,
@@ -153,6 +184,26 @@ HEAD_IMPORTANCE = Exercise(
         "(the last batch is smaller)": importance_unweighted,
         "your scores match a gate of ones: start the gate from head_mask, so that the removed heads "
         "stay off": importance_mask_ignored,
+        # The next four are in the Bertology example of huggingface/transformers
+        # (examples/research_projects/bertology/run_bertology.py, compute_heads_importance):
+        # head_mask.grad never zeroed between batches, importance divided by the number of
+        # tokens, a global min-max rescaling, and head_mask.requires_grad_() on the caller's tensor.
+        "your scores match gradients accumulated across batches: the gate's .grad keeps adding up "
+        "unless it is reset (gate.grad = None, or torch.autograd.grad) before each batch": (
+            _importance_bug("grad_not_reset", not_reset=True),
+            _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False)),
+        "your scores match a mean over tokens instead of examples: divide by the number of examples, "
+        "not examples x sequence length": (_importance_bug("per_token", per_token=1),
+                                           _importance_bug("per_patch", per_token=0)),
+        "your scores are rescaled to [0, 1] by the global min and max: the contract asks for each layer's "
+        "scores divided by their L2 norm only": (_importance_bug("min_max", min_max=True),
+                                                 _importance_bug("min_max_always", min_max="always")),
+        "your function changes the caller's head_mask (requires_grad_ or a write on it): make the gate a new "
+        "tensor, head_mask.detach().clone().requires_grad_(True)": _importance_bug("in_place", in_place=True),
+        "your scores are normalised even with normalize=False: normalise only when asked":
+            _importance_bug("always_normalised", always_normalise=True),
+        "your scores are normalised over all layers at once: divide each layer's row by its own L2 norm":
+            _importance_bug("global_norm", global_norm=True),
     },
     timeout=30.0,
 )
@@ -170,29 +221,33 @@ def prune_cases(rng):
                 state[f"{name}.bias"] = 0.5 * rng.standard_normal(shape[0])
         return {"embed_dim": E, "num_heads": H, "kdim": kdim, "vdim": vdim, "bias": bias}, state
 
-    def case(name, steps, E=24, H=6, kdim=None, vdim=None, bias=True, B=2, Lq=5, Lk=5):
+    def case(name, steps, rung, E=24, H=6, kdim=None, vdim=None, bias=True, B=2, Lq=5, Lk=5, dtype="float64"):
         config, state = layer(E, H, kdim, vdim, bias)
         query = rng.standard_normal((B, Lq, E))
         key = query.copy() if kdim is None and Lk == Lq else rng.standard_normal((B, Lk, kdim or E))
         value = key.copy() if vdim is None else rng.standard_normal((B, Lk, vdim))
         sizes = dict(B=B, Lq=Lq, Lk=Lk, E=E, H=H, head_dim=E // H)
-        return Case(name=name, driver="prune_run",
-                    inputs={"config": config, "state": state, "query": query, "key": key, "value": value,
-                            "steps": [list(s) for s in steps], "sizes": sizes}, **PRUNE_TOLERANCE)
+        cast = (lambda a: a.astype(dtype)) if dtype == "float32" else (lambda a: a)
+        return Case(name=name, driver="prune_run", rung=rung,
+                    inputs={"config": config, "state": {k: cast(v) for k, v in state.items()}, "query": cast(query),
+                            "key": cast(key), "value": cast(value), "steps": [list(s) for s in steps], "dtype": dtype,
+                            "sizes": sizes}, **(PRUNE_TOLERANCE if dtype == "float64" else TOLERANCE[dtype]))
 
+    one, two = (sorted(int(h) for h in rng.choice(6, n, replace=False)) for n in (1, 2))
     return [
-        case("6 heads of 4: prune heads [1, 4]", [[1, 4]]),
-        case("prune [1, 4], then [0, 3] (original numbering)", [[1, 4], [0, 3]]),
-        case("prune [2], then [2, 5] (2 is already gone: ignored), then [0]", [[2], [2, 5], [0]]),
-        case("cross-attention (kdim 10, vdim 14, Lq 3, Lk 7), no biases: prune [0, 2, 5]", [[0, 2, 5]],
+        case(f"float32 layer, 6 heads of 4: prune {two}", [two], 0, dtype="float32"),
+        case(f"float64 layer, 6 heads of 4: prune {two}", [two], 1),
+        case(f"prune {one}, then {two} (original numbering)", [one, two], 2),
+        case("prune [2], then [2, 5] (2 is already gone), then [0]", [[2], [2, 5], [0]], 2),
+        case("cross-attention (kdim 10, vdim 14, Lq 3, Lk 7), no biases: prune [0, 2, 5]", [[0, 2, 5]], 2,
              kdim=10, vdim=14, bias=False, Lq=3, Lk=7),
-        case("5 heads of 3: prune [4], then [3], then [0, 1]", [[4], [3], [0, 1]], E=15, H=5),
-        case("prune nothing: the layer is unchanged", [[]]),
+        case("5 heads of 3: prune [4], then [3], then [0, 1]", [[4], [3], [0, 1]], 2, E=15, H=5),
+        case("prune nothing", [[]], 1),
     ]
 
 
 def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_heads=False, positions=False,
-           biases=True):
+           biases=True, new_linear=False):
     """The reference with one step changed; each bug below is one setting of these knobs."""
     heads, removed = {int(h) for h in heads}, getattr(layer, "pruned_heads", set())
     # Without num_heads kept up to date, the count of original heads is lost too.
@@ -205,18 +260,27 @@ def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_h
     index = (torch.tensor(keep, dtype=torch.long)[:, None] * d + torch.arange(d)).flatten()
     with torch.no_grad():
         for linear in (layer.W_q,) if only_q else (layer.W_q, layer.W_k, layer.W_v):
-            _select(linear, index, 0, biases)
+            _select(linear, index, 0, biases, new_linear)
         if prune_o:
-            _select(layer.W_o, index, 0 if o_rows else 1, biases)
+            _select(layer.W_o, index, 0 if o_rows else 1, biases, new_linear)
     if not keep_num_heads:
         layer.num_heads = len(keep)
     layer.pruned_heads = removed | {surviving[i] for i in range(len(surviving)) if i not in keep}
     return layer
 
 
-def _select(linear, index, dim, biases=True):
+def _select(linear, index, dim, biases=True, new_linear=False):
     from torch import nn
 
+    if new_linear:  # a fresh nn.Linear (float32 by default) with the kept weights copied in
+        fresh = nn.Linear(*linear.weight.index_select(dim, index).shape[::-1], bias=linear.bias is not None)
+        with torch.no_grad():
+            fresh.weight.copy_(linear.weight.index_select(dim, index))
+            if fresh.bias is not None:
+                fresh.bias.copy_(linear.bias[index] if dim == 0 else linear.bias)
+        linear.weight, linear.bias = fresh.weight, fresh.bias
+        linear.out_features, linear.in_features = linear.weight.shape
+        return
     linear.weight = nn.Parameter(linear.weight.index_select(dim, index).clone())
     if dim == 0 and biases and linear.bias is not None:
         linear.bias = nn.Parameter(linear.bias[index].clone())
@@ -247,6 +311,10 @@ def prune_positions(layer, heads):
     return _prune(layer, heads, positions=True)
 
 
+def prune_new_float32_linears(layer, heads):
+    return _prune(layer, heads, new_linear=True)
+
+
 def prune_biases_kept(layer, heads):
     return _prune(layer, heads, biases=False)
 
@@ -254,6 +322,11 @@ def prune_biases_kept(layer, heads):
 PRUNE_HEADS = Exercise(
     id="prune_heads",
     cases=prune_cases,
+    ladder=(("a float32 layer pruned once", ""),
+            ("a float64 layer", "keep the layer's dtype: new nn.Linear layers are float32 unless made with "
+             "dtype=layer.W_q.weight.dtype (or select rows of the old weights)"),
+            ("repeated calls, cross-attention", "heads are numbered as in the original layer: map them through "
+             "pruned_heads, ignore those already gone; W_k and W_v read kdim and vdim features")),
     bugs={
         "your layer matches W_o pruned by rows: W_o reads the heads, so remove its input columns "
         "(weight[:, index]), not its output rows": prune_o_rows,
@@ -265,6 +338,11 @@ PRUNE_HEADS = Exercise(
         "the original layer, so map them through pruned_heads (and ignore those already removed)": prune_positions,
         "your layer matches biases left unpruned: b_q, b_k and b_v lose the same entries as their weight rows":
             prune_biases_kept,
+        # huggingface/transformers' prune_linear_layer (pytorch_utils.py) builds the new layer with
+        # nn.Linear(...).to(device): float32 whatever the old weights were.
+        "your pruned layer's weights are float32 in a float64 layer: new nn.Linear layers take the default "
+        "dtype; make them with dtype=layer.W_q.weight.dtype, or select rows of the old weights": (
+            prune_new_float32_linears),
     },
     timeout=20.0,
 )

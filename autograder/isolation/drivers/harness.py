@@ -4,7 +4,9 @@ model rebuilt from plain configuration, neither of them the learner's code nor t
 The learner's ``head_importance`` and ``prune_heads`` act on a model and on a layer; the grader must
 hand them ones that contain no reference solution (the learner's process never loads
 ``solutions``) and that do not depend on the learner's own chapter-4 layer (one mistake counts
-once). :func:`HarnessAttention` is built on ``torch.nn.functional.scaled_dot_product_attention``;
+once). :func:`HarnessAttention` keeps the contract's four ``nn.Linear`` and hands the heads to
+PyTorch's ``torch.nn.functional.multi_head_attention_forward`` (the release ships this file: it
+must not spell out the chapters' answers, such as splitting and merging the heads);
 :func:`harness_digits` is the lab model of ``lab/digits.py`` (same parameter names, same forward;
 ``tests/test_grader_pruning.py`` checks both agree with the committed weights).
 """
@@ -19,8 +21,9 @@ def _nn():
 
 
 def HarnessAttention(embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, dropout=0.0):  # noqa: N802
-    """A ``MultiHeadAttention`` of the chapter-4 contract, on the fused kernel (a factory, so that
-    torch is imported only when a case runs)."""
+    """A ``MultiHeadAttention`` of the chapter-4 contract (parameters, ``num_heads``, ``head_dim``,
+    ``head_mask``), on PyTorch's multi-head attention; a factory, so that torch is imported only
+    when a case runs. ``dropout`` is accepted and ignored: the grader's layer never drops."""
     return _harness_attention_class()(embed_dim, num_heads, kdim=kdim, vdim=vdim, bias=bias)
 
 
@@ -42,15 +45,43 @@ def _harness_attention_class():
             self.W_v = nn.Linear(vdim or embed_dim, embed_dim, bias=bias)
             self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
 
-        def _split(self, x):  # (B, L, H*d) -> (B, H, L, d)
-            return x.view(*x.shape[:-1], self.num_heads, -1).transpose(-3, -2)
-
         def forward(self, query, key, value, mask=None, head_mask=None):
-            q, k, v = self._split(self.W_q(query)), self._split(self.W_k(key)), self._split(self.W_v(value))
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, Lq, d)
+            # PyTorch's own multi-head attention does the heads. Its head size is the query's
+            # width over num_heads, so the query goes in already projected (identity W_q):
+            # after prune_heads that width is num_heads * head_dim, no longer embed_dim.
+            q = self.W_q(query)
+            width = q.shape[-1]
+            w_v, b_v = self.W_v.weight, self.W_v.bias
             if head_mask is not None:
-                heads = heads * head_mask.to(heads.dtype)[:, None, None]
-            return self.W_o(heads.transpose(-3, -2).flatten(-2)), None  # weights are not needed here
+                # Each head's output is linear in its values: gating head h = scaling its rows
+                # of W_v and b_v (differentiable in the gate, as head_importance needs).
+                gate = head_mask.to(w_v.dtype).repeat_interleave(width // self.num_heads)
+                w_v, b_v = w_v * gate[:, None], None if b_v is None else b_v * gate
+            b_k = self.W_k.bias  # b_q is already in q
+            biases = None if b_k is None else torch.cat([torch.zeros_like(b_k), b_k, b_v])
+            batched = q.dim() == 3
+            seq_first = (lambda x: x.transpose(0, 1)) if batched else (lambda x: x)
+            out, _ = F.multi_head_attention_forward(
+                seq_first(q), seq_first(key), seq_first(value), width, self.num_heads,
+                None, biases, None, None, False, 0.0, self.W_o.weight, self.W_o.bias,
+                training=False, need_weights=False, attn_mask=self._blocked(mask, q),
+                use_separate_proj_weight=True, q_proj_weight=torch.eye(width, dtype=q.dtype),
+                k_proj_weight=self.W_k.weight, v_proj_weight=w_v)
+            return seq_first(out), None  # the weights are not needed here
+
+        def _blocked(self, mask, q):
+            """The course's mask (True = may attend) as PyTorch's (True = may not), one per head."""
+            if mask is None:
+                return None
+            allowed = torch.as_tensor(mask).to(torch.bool)
+            if not allowed.any(-1).all():
+                raise ValueError("the harness layer does not take a mask with a fully masked query row")
+            if q.dim() == 2 or allowed.dim() == 2:
+                return ~allowed if allowed.dim() == 2 else ~allowed.reshape(-1, *allowed.shape[-2:])
+            if allowed.dim() == 3:  # (B, Lq, Lk): shared by all heads
+                allowed = allowed[:, None]
+            allowed = allowed.expand(q.shape[0], self.num_heads, *allowed.shape[-2:])
+            return ~allowed.reshape(-1, *allowed.shape[-2:])  # (B*H, Lq, Lk)
 
     _CLASSES["attention"] = Attention
     return Attention

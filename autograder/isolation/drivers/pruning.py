@@ -41,6 +41,9 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
         kwargs["head_mask"] = torch.from_numpy(np.array(head_mask))
     result = ns.module("pruning").head_importance(model, batches, torch.nn.functional.cross_entropy, **kwargs)
     data = describe_result(result, ("out",))
+    given = kwargs.get("head_mask")
+    data["the caller's head_mask left as it was"] = given is None or bool(
+        not given.requires_grad and given.grad is None and np.array_equal(given.detach().numpy(), head_mask))
     after = dict(model.named_parameters())
     data["model parameters unchanged"] = all(torch.equal(before[k], after[k].detach()) for k in before)
     data["model mode unchanged (training=%s)" % train_mode] = model.training == train_mode
@@ -50,32 +53,35 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
 
 
 
-def prune_run(ns, config, state, query, key, value, steps, sizes=None):
-    """``prune_heads`` applied ``steps`` times (lists of original head numbers) to a harness layer.
+def prune_run(ns, config, state, query, key, value, steps, dtype="float64", sizes=None):
+    """``prune_heads`` applied ``steps`` times (lists of original head numbers) to a harness layer
+    of ``dtype`` (float32 or float64: a pruned layer must keep its dtype).
 
-    Returns, after the last step, the layer's structure (parameter shapes, ``num_heads``,
-    ``pruned_heads``, the parameter count, whether the same layer came back), and after every
-    step the pruned layer's output on ``(query, key, value)``, which the reference makes equal
-    to the unpruned layer's output with those heads masked.
+    Returns, after the last step, the layer's structure (parameter dtypes and shapes,
+    ``num_heads``, ``pruned_heads``, the parameter count, whether the same layer came back),
+    and after every step the pruned layer's output on ``(query, key, value)``, which the
+    reference makes equal to the unpruned layer's output with those heads masked. When the
+    harness's forward pass fails on the pruned layer, ``_harness`` says so (the structure
+    above says why).
     """
-
     torch, _ = _nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
                              vdim=config.get("vdim"), bias=config.get("bias", True))
-    layer = _load(layer.double(), state).eval()
-    q, k, v = (torch.from_numpy(np.array(a)) for a in (query, key, value))
+    layer = _load(layer.to(getattr(torch, dtype)), state).eval()
+    q, k, v = (torch.from_numpy(np.array(a)).to(getattr(torch, dtype)) for a in (query, key, value))
     prune = ns.module("pruning").prune_heads
     data, outs, same = {}, {}, True
     for heads in steps:
         same = same and prune(layer, list(heads)) is layer
-        label = f"the output after pruning heads {list(heads)}"
         try:
             with torch.no_grad():
-                outs[label] = plain(layer(q, k, v)[0])[0]
-        except Exception as err:  # a broken layer: its shapes below say why
-            outs[label] = f"raised {type(err).__name__}"
+                outs[f"the output after pruning heads {list(heads)}"] = plain(layer(q, k, v)[0])[0]
+        except Exception as err:  # the pruned layer does not run: its dtypes and shapes below say why
+            data["_harness"] = (f"the grader's {dtype} layer could not run after your prune_heads(layer, "
+                                f"{list(heads)}): {type(err).__name__}: {str(err)[:200]}")
             break
-
+    data["param_dtypes"] = {name: str(getattr(p, "dtype", "?")).replace("torch.", "")
+                            for name, p in _named_tensors(layer)}
     data["param_shapes"] = _param_shapes(layer)
     data["num_heads"] = plain(getattr(layer, "num_heads", None))[0]
     removed = getattr(layer, "pruned_heads", None)
@@ -87,3 +93,12 @@ def prune_run(ns, config, state, query, key, value, steps, sizes=None):
     data["prune_heads returned the same layer"] = bool(same)
     data.update(outs)
     return data
+
+
+def _named_tensors(layer):
+    """``("W_q.weight", tensor)``... of the four projections (None where a part is missing)."""
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        for part in ("weight", "bias"):
+            tensor = getattr(getattr(layer, name, None), part, None)
+            if tensor is not None:
+                yield f"{name}.{part}", tensor

@@ -1,0 +1,82 @@
+"""One feedback file per learner, to hand back: ``feedback/<learner>.md`` and ``.html``.
+
+What a learner may see of their grade: the score per exercise, its status, the judge's
+summary and the named diagnoses (the known mistakes the judge recognised), the notes, which
+of their files were graded, and any late penalty. Not in it: the cases' inputs and expected
+values (the hidden cases stay hidden for the next cohort), paths on the grading machine, the
+seed, library versions. The HTML is the Markdown rendered by ``markdown-it-py`` (a
+dependency of ``rich``), so the two files say the same thing.
+"""
+from __future__ import annotations
+
+import html
+
+
+def _points(x: float) -> str:
+    return f"{float(x):.2f}".rstrip("0").rstrip(".")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -> str:
+    """``row``: the learner's gradebook row (``score``, ``final``, ``late``, ``status``)."""
+    lines = [f"# {assignment}: feedback for {learner}", ""]
+    if report is None:
+        lines += ["No submission was received.", ""]
+        return "\n".join(lines)
+    lines += [f"**Score: {_points(row['final'])} / {_points(report.get('max_score', 100))}**"
+              + (f" (graded {_points(report.get('score', 0))}; {row['late']})" if row.get("late") else ""), ""]
+    if report.get("error"):
+        lines += [f"The grader could not grade this submission: {_cell(report['error'].splitlines()[0])}", ""]
+    intake = report.get("intake") or {}
+    if intake.get("taken"):
+        lines += ["Graded from: " + "; ".join(intake["taken"]) + "."]
+        if intake.get("ignored"):
+            lines += ["", "Not graded: " + "; ".join(intake["ignored"]) + "."]
+        lines += [""]
+    lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
+    for ex in report.get("exercises", []):
+        lines.append(f"| `{ex['id']}` | {_points(ex['score'])}/{_points(ex['max_score'])} | {ex['status']} "
+                     f"| {_cell('<br>'.join(_findings(ex))) or '-'} |")
+    lines += ["", "Cases are drawn at random and kept hidden; the self-check in the course "
+                  "(`check(...)`) uses practice cases of the same kinds.", ""]
+    return "\n".join(lines)
+
+
+def _findings(ex: dict) -> list[str]:
+    said = []
+    if ex.get("feedback"):
+        said.append(ex["feedback"])
+    diagnoses = {}
+    for case in ex.get("cases", []):
+        if case.get("diagnosis"):
+            diagnoses.setdefault(case["diagnosis"], []).append(case["name"])
+    for diagnosis, cases in diagnoses.items():
+        if diagnosis.lower() not in " ".join(said).lower():
+            said.append(f"{diagnosis} (cases: {', '.join(cases)})")
+    failed = [c["name"] for c in ex.get("cases", []) if not c.get("passed") and not c.get("diagnosis")]
+    if failed and ex.get("status") in ("partial", "failed"):
+        said.append("failing cases: " + ", ".join(failed))
+    said += [f"note: {n}" for n in ex.get("notes", [])]
+    return said
+
+
+def to_html(markdown: str, title: str) -> str:
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .5rem;vertical-align:top}"
+            "</style></head>\n<body>\n" + body + "</body></html>\n")
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """``text`` without any of ``secrets`` (absolute paths of the grading machine, the seed)."""
+    # Short strings ("/" as a working folder, a seed of a few digits) would also match honest text.
+    for s in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(s, "…")
+    return text
+

@@ -1,0 +1,75 @@
+"""One exercise's cases in a child: the submission loaded, each case's driver run, the
+outputs sent to the grader as plain data (``protocol.py``)."""
+from __future__ import annotations
+
+import sys
+
+from . import protocol
+from .package import Blocker, Namespace, Submission, describe
+
+_isinstance, _type = isinstance, type  # learner code may patch builtins
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def run(sock, job, drivers, pristine) -> bool:
+    """One exercise's cases; whether this process may run the next exercise."""
+    def call_grader(name, args, kwargs):
+        protocol.send(sock, {"call": name, "args": args, "kwargs": kwargs})
+        reply = protocol.recv(sock, torch_tensors=True)
+        if "error" in reply:
+            raise RuntimeError(f"the reference {name} raised {reply['error']}")
+        return reply["result"]
+
+    blocker = next(f for f in sys.meta_path if isinstance(f, Blocker))
+    submission = Submission(job["sources"], job["proxies"], job["module"], call_grader)
+    blocker.package = submission
+    ns = Namespace(submission)
+    setup_error = _prepare(ns, job, drivers)
+    for i, (driver, inputs) in enumerate(job["cases"]):
+        if setup_error is not None:
+            protocol.send(sock, {"case": i, "error": [setup_error.kind, setup_error.message]})
+            continue
+        try:
+            output = getattr(drivers, driver)(ns, **inputs)
+            frame = protocol.encode({"case": i, "ok": output})
+        except protocol.Garbage as err:
+            frame = protocol.encode({"case": i, "error": ["garbage", str(err)]})
+        except BaseException as err:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
+            kind, message = _classify(err)
+            frame = protocol.encode({"case": i, "error": [kind, message]})
+        protocol.send_frame(sock, frame)
+    reusable = pristine.holds()
+    protocol.send(sock, {"done": True, "reusable": reusable})
+    return reusable
+
+
+def _prepare(ns, job, drivers) -> _Failure | None:
+    """Import the exercise's module once: a failure there is the same for every case."""
+    if isinstance(drivers, BaseException):
+        return _Failure("crash", f"the grader's drivers failed to import: {drivers!r}")
+    module, exercise = job["module"], job["exercise"]
+    if module not in job["sources"]:
+        return _Failure("missing", f"{module}.py is not in the submission")
+    try:
+        mod = ns.module(module)
+    except BaseException as err:  # noqa: BLE001
+        return _Failure("import", f"{module}.py: {describe(err)}")
+    if exercise not in mod.__dict__:
+        return _Failure("missing", f"{module}.py defines no `{exercise}`")
+    return None
+
+
+def _classify(err: BaseException) -> tuple[str, str]:
+    if _isinstance(err, NotImplementedError):
+        return "not_implemented", ""
+    if _isinstance(err, MemoryError):
+        return "memory", "MemoryError"
+    if _isinstance(err, (SystemExit, KeyboardInterrupt)):
+        return "exception", f"{_type(err).__name__} (exiting is not a result)"
+    return "exception", describe(err)
+

@@ -1,0 +1,119 @@
+"""A child of the zygote: confined before any learner code exists in it, then exercises.
+
+The order matters. Silence, limits, a scratch working directory and an import path with no
+grader module come first; then the Landlock rules are built while the child still has the
+grader's credentials (it must open the paths it may read); then the learner user (as
+root), death with the zygote, and the kernel layers (``confine.enforce``). Only then does
+the first job's learner code run. A failure anywhere there exits the child: the grader
+reports the exercise as a crash, and no learner code ever runs less confined than reported.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import tempfile
+
+from . import cases, confine, protocol
+from .package import PACKAGE, Blocker, blocked
+from .pristine import Pristine
+
+_str = str  # learner code may patch builtins
+
+
+def run(sock, drivers, namespaces: list, policy: confine.Policy, zygote: int) -> None:
+    """Run exercises, one job at a time, until the grader closes the socket or the learner's
+    code has left the process changed; never returns (os._exit), whatever that code does."""
+    code = 0
+    try:
+        os.setpgid(0, 0)
+        job = protocol.recv(sock)
+        settle(job, policy, zygote)
+        pristine = Pristine(namespaces)
+        while True:
+            begin_exercise(job)
+            if not cases.run(sock, job, drivers, pristine):
+                break
+            try:
+                job = protocol.recv(sock)
+            except protocol.Closed:
+                break
+    except BaseException:  # noqa: BLE001  the grader sees the missing results as a crash
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def settle(job: dict, policy: confine.Policy, zygote: int) -> None:
+    """Every layer of confinement, before the learner's code exists in here."""
+    workdir = job["workdir"]
+    os.chdir(workdir)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # anything the learner prints goes nowhere: results use the socket
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    limit(resource.RLIMIT_FSIZE, 64 * 2**20)
+    limit(resource.RLIMIT_CORE, 0)
+    # The import path: no repository root, no current directory, and a blocker in front of
+    # every finder (the editable install's finder would otherwise find `solutions`).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != root]
+    for name in list(sys.modules):
+        if blocked(name) or name == PACKAGE or name.startswith(PACKAGE + "."):
+            del sys.modules[name]
+    sys.meta_path.insert(0, Blocker())
+    rules = confine.ruleset(policy, workdir)
+    drop_privileges(workdir)
+    confine.die_with_parent(zygote)
+    confine.enforce(rules, policy)
+
+
+def begin_exercise(job: dict) -> None:
+    """Each exercise its own scratch directory, memory and CPU limits, and a package
+    ``mha_exercises`` that has not run yet (its modules run again, with this job's proxies)."""
+    here = os.path.join(job["workdir"], _str(job["exercise"]).replace("/", "_"))
+    os.makedirs(here, exist_ok=True)
+    os.chdir(here)
+    tempfile.tempdir = here
+    limit(resource.RLIMIT_AS, _address_space() + job["memory_mb"] * 2**20)
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the CPU limit counts the whole process
+    limit(resource.RLIMIT_CPU, int(usage.ru_utime + usage.ru_stime + job["cpu_seconds"]) + 1)
+    for name in list(sys.modules):
+        if name == PACKAGE or name.startswith(PACKAGE + "."):
+            del sys.modules[name]
+
+
+def drop_privileges(workdir: str) -> None:
+    """As root (Gradescope), become the unprivileged learner user (``sandbox.learner_ids``):
+    the learner's code then cannot read the solutions or the grader's files even where the
+    kernel has no Landlock. Its scratch directory becomes its own; the directory above it
+    only lets it through."""
+    ids = os.environ.pop("MHA_GRADE_RUN_AS", None)
+    if not ids or os.geteuid() != 0:
+        return
+    uid, gid = (int(x) for x in ids.split(":"))
+    os.chown(workdir, uid, gid)
+    os.chmod(os.path.dirname(workdir), 0o711)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:  # never run learner code still privileged
+        raise PermissionError("could not drop to the learner user")
+    # A user of its own: a process cap now counts only the learner's processes (a fork bomb).
+    limit(resource.RLIMIT_NPROC, 256)
+
+
+def limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    try:
+        resource.setrlimit(which, (value, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _address_space() -> int:
+    """Bytes of virtual memory in use now (torch alone maps a few GB it never touches)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")

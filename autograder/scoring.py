@@ -1,0 +1,248 @@
+"""Scoring: the one place that compares a learner's output with the expected one and puts it in words.
+
+Both graders use it, so that the same submission on the same case reads the same:
+``grading/judge.py`` (the real grade: expected outputs from the solutions, known bugs run
+live) and ``selfcheck.py`` (the learner release: expected outputs and the known bugs' outputs
+stored). What differs between them is only where the expected and the bugs' outputs come from.
+
+Reading order: compare two outputs (:func:`compare_outputs`), check a case's properties
+(:func:`check_case`), then :func:`score` an exercise: statuses, the causes of the failing
+cases grouped (each named once, with how many cases it explains), the rung of the case
+ladder where the code stops being right, and the summary sentence.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .compare import _fmt, _index, compare_outputs
+from .spec import Case, CaseError, CaseResult, ExerciseResult
+
+# What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
+# exception: "ValueError: message (attention.py, line 12)").
+ERROR_FEEDBACK = {
+    "not_implemented": "not attempted: the stub still raises NotImplementedError",
+    "missing": "not attempted: {}",
+    "import": "the module failed to import: {}",
+    "exception": "raised {}",
+    "timeout": "timed out: {}",
+    "memory": "ran out of memory: {}",
+    "crash": "the process running your code died: {}",
+    "garbage": "returned something that is not plain data: {}",
+    "harness": "the grader's harness failed before your code's result existed: {}",
+}
+NOT_ATTEMPTED = ("not_implemented", "missing")
+ERROR_KINDS = ("import", "crash", "memory")
+
+
+def points(x: float) -> str:
+    """Points as a report shows them: ``7`` or ``3.43``."""
+    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+
+
+# --- properties --------------------------------------------------------------------------------
+
+def _probability_key(expected):
+    return "weights" if "weights" in expected else "out"
+
+
+def _label(key):
+    return "the result" if key == "out" else key
+
+
+def case_mask(case: Case, shape):
+    """The case's own mask broadcast to ``shape`` (the weights'), or None when it has none.
+
+    The mask is the ``mask`` input (masked_softmax: its second argument); a layer's 3-D mask
+    ``(B, Lq, Lk)`` is shared by the heads, so it gains the head axis first."""
+    inputs = case.inputs
+    mask = inputs.get("kwargs", {}).get("mask", inputs.get("mask"))
+    if mask is None and inputs.get("function") == "masked_softmax":
+        mask = inputs["args"][1]
+    if mask is None:
+        return None
+    mask = np.asarray(mask).astype(bool)
+    layer = case.driver.startswith("mha_") or inputs.get("function") == "multi_head_attention"
+    if layer and mask.ndim == 3 and len(shape) == 4:
+        mask = mask[:, None]
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        return None
+
+
+def _rows_sum_to_one(case, got, expected):
+    key = _probability_key(expected)
+    g, e = got.get(key), expected.get(key)
+    if not (isinstance(g, np.ndarray) and g.shape == e.shape and g.dtype.kind == "f"):
+        return None
+    axis = case.inputs.get("kwargs", {}).get("axis", -1)
+    sums, want = g.astype(np.float64).sum(axis), e.astype(np.float64).sum(axis)
+    bad = np.flatnonzero(~np.isclose(sums, want, rtol=0, atol=max(10 * case.rtol, 1e-6)))
+    if not bad.size:
+        return None
+    at = _index(bad[0], sums.shape)
+    if want.flat[bad[0]] == 0:
+        return (f"the fully masked row of {_label(key)} at index {at} sums to {_fmt(sums.flat[bad[0]])}, "
+                f"expected all zeros")
+    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {_fmt(sums.flat[bad[0]])}"
+
+
+def _masked_exactly_zero(case, got, expected):
+    key = _probability_key(expected)
+    g = got.get(key)
+    if not isinstance(g, np.ndarray) or g.shape != getattr(expected.get(key), "shape", None):
+        return None
+    mask = case_mask(case, g.shape)
+    if mask is None:  # no mask in this case: nothing is masked
+        return None
+    bad = np.flatnonzero(~mask & (g != 0))
+    if not bad.size:
+        return None
+    at = _index(bad[0], g.shape)
+    return f"{_label(key)} must be exactly 0 at masked keys: got {_fmt(g.flat[bad[0]])} at index {at}"
+
+
+def _dropout_in_training(case, got, expected):
+    train, evaluated = got.get("_out_train"), got.get("out")
+    if isinstance(train, np.ndarray) and isinstance(evaluated, np.ndarray) and train.shape == evaluated.shape:
+        if np.allclose(train, evaluated):
+            return "in training mode the output equals the eval-mode output: dropout is not applied to the weights"
+    return None
+
+
+PROPERTIES = {
+    "rows_sum_to_one": _rows_sum_to_one,
+    "masked_exactly_zero": _masked_exactly_zero,
+    "dropout_in_training": _dropout_in_training,
+    "inputs_unchanged": lambda case, got, expected: None,  # compared with the outputs, see compare_outputs
+}
+
+
+def check_case(case: Case, got, expected) -> list[str]:
+    """The reasons a case fails, most telling first (properties before value mismatches)."""
+    if not isinstance(got, dict):
+        return [f"returned data of the wrong form ({type(got).__name__})"]
+    reasons = [m for m in (PROPERTIES[p](case, got, expected) for p in case.properties) if m]
+    message = compare_outputs(got, expected, case, check_inputs="inputs_unchanged" in case.properties)
+    return reasons + [message] if message else reasons
+
+
+def matches(got, bug_output, case: Case) -> bool:
+    """Whether the learner's output is the known bug's on this case (values, not properties)."""
+    try:
+        return compare_outputs(got, bug_output, case, True) is None
+    except Exception:  # malformed learner data matches no bug
+        return False
+
+
+
+# --- an exercise's verdict ---------------------------------------------------------------------
+
+def status(kinds: list[str], n_cases: int, score_: float, max_score: float) -> str:
+    """all cases "not_implemented"/"missing" -> not attempted; any timeout -> timed out;
+    import/crash/memory -> error; else passed / partial / failed by score."""
+    if kinds and len(kinds) == n_cases and all(k in NOT_ATTEMPTED for k in kinds):
+        return "not attempted"
+    if "timeout" in kinds:
+        return "timed out"
+    if any(k in ERROR_KINDS for k in kinds):
+        return "error"
+    if score_ >= max_score - 1e-9:
+        return "passed"
+    return "partial" if score_ > 0 else "failed"
+
+
+def sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def error_feedback(error: CaseError) -> str:
+    """A CaseError in words; an exception without a message says so instead of showing ':  '."""
+    message = re.sub(r"^(\w+):\s*(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
+    return ERROR_FEEDBACK.get(error.kind, error.kind + ": {}").format(message or "no details")
+
+
+# The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
+_KINDS = (("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
+          ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
+          ("sum to one", "rows"), ("modified in place", "inputs"), ("returned", "form"),
+          ("no gradient", "gradient"), ("expected an", "form"))
+
+
+def _cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
+    """(key, text): what makes one failing case fail, the key shared by the cases with the same cause."""
+    if result.diagnosis:
+        return ("bug", result.diagnosis), sentence(result.diagnosis)
+    if error is not None:
+        if error.kind == "exception":  # the same exception type at the same line of the learner's code
+            where = re.search(r"\((\S+), line (\d+)", error.message or "")
+            return ("exception", (error.message or "").split(":")[0], where and where.groups()), result.feedback
+        return (error.kind,), result.feedback
+    first = reasons[0] if reasons else result.feedback
+    kind = next((k for words, k in _KINDS if words in first), "values")
+    return ("mismatch", kind, first.split(" ")[0]), first
+
+
+def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]]) -> str:
+    """Every cause once, with how many failing cases it explains: the known bugs first (they name
+    the mistake), then crashes and mismatches, each the most frequent first; then the rung of the
+    case ladder where the code stops being right."""
+    groups: dict = {}
+    for key, text, name in failed:
+        groups.setdefault(key, [text, [], key[0] != "bug"])[1].append(name)
+    parts = []
+    for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
+        which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
+        parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
+    first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
+    if 0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad):
+        condition, hint = ladder[first_bad]
+        parts.append(f"Correct for {ladder[first_bad - 1][0]}; fails when {condition}" + (f": {hint}." if hint else "."))
+    return " ".join(parts)
+
+
+def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list, expected: list,
+          diagnoses, ladder=(), notes=()) -> ExerciseResult:
+    """Score an exercise from the learner's ``outputs`` (driver data or CaseError per case).
+
+    ``expected[i]`` is the expected output of case i (used where ``outputs[i]`` is data).
+    ``diagnoses(i)`` lists the known bugs (their diagnoses) whose output on case i the
+    learner's matches; it is asked only about failing cases. Where several bugs match, the one
+    that explains most failing cases names the cause."""
+    outputs = list(outputs) + [CaseError("crash", "no result came back")] * (len(cases) - len(outputs))
+    total = sum(c.weight for c in cases) or 1.0
+    results, reasons_of, matched = [], {}, {}
+    for i, (case, got) in enumerate(zip(cases, outputs)):
+        share = max_points * case.weight / total
+        if isinstance(got, CaseError):
+            results.append(CaseResult(case.name, 0.0, share, False, error_feedback(got)))
+            continue
+        try:
+            reasons = check_case(case, got, expected[i])
+        except Exception as err:  # malformed data from the learner's process, never a grader crash
+            reasons = [f"returned data the grader cannot read ({type(err).__name__})"]
+        if reasons:
+            reasons_of[i] = reasons
+            matched[i] = list(diagnoses(i))
+        results.append(CaseResult(case.name, 0.0 if reasons else share, share, not reasons, "; ".join(reasons[:2])))
+    counts: dict[str, int] = {}
+    for found in matched.values():
+        for d in found:
+            counts[d] = counts.get(d, 0) + 1
+    for i, found in matched.items():
+        if found:
+            best = max(found, key=lambda d: counts[d])  # max keeps the first of equals: the bugs' order
+            results[i].diagnosis = best
+            results[i].feedback = f"{sentence(best)} ({results[i].feedback})"
+    failed, rungs = [], {}
+    for i, (case, result) in enumerate(zip(cases, results)):
+        rungs.setdefault(case.rung, []).append(result.passed)
+        if not result.passed:
+            error = outputs[i] if isinstance(outputs[i], CaseError) else None
+            failed.append((*_cause(result, error, reasons_of.get(i, [])), case.name))
+    kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
+    points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
+    return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
+                          results, _summary(failed, ladder, rungs) if failed else "", list(notes))

@@ -1,0 +1,298 @@
+"""Benchmark: does grading fit Gradescope's default container (768 MB of memory, half a CPU)?
+
+Two measurements, printed as tables (the README's table of settings comes from them):
+
+1. The learner side, per implementation: every correct alternative and every known wrong
+   implementation of ``tests/wrong_implementations/`` runs its exercise's grading cases
+   (seed 0) the way the learner's process runs them (the case drivers, inputs included), and
+   in a fork of one process that imported everything (as the learner's process is a fork of
+   the zygote): its peak resident memory above its start (``VmHWM``, reset through
+   ``/proc/self/clear_refs``), its peak address-space growth (``VmPeak``: what the
+   per-exercise limit, an ``RLIMIT_AS`` above the process's start, binds) and its CPU time.
+2. The whole run: ``mha-grade solutions`` with its process tree sampled every 20 ms; the peak
+   of the summed proportional set size (PSS: shared pages counted once, as a memory cgroup
+   counts them) of the grader, its learner-side zygote and their children.
+
+3. With ``--container`` (Linux, root, cgroups): ``mha-grade`` run inside a memory and CPU
+   cgroup of the container's size (768 MB, 50 ms of CPU per 100 ms), on the solutions and on
+   a submission whose softmax touches memory until something stops it: does every exercise
+   still get its grade, and what is the cgroup's peak usage?
+
+Targets: the whole run's peak below 768 MB; each implementation's peak below the
+per-exercise memory limit; at half a CPU, twice an implementation's CPU time within its
+exercise's time limit (an estimate: one exercise's cases run in one process).
+
+    python bench/gradescope_fit.py [--container-mb 768] [--cpus 0.5]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+LIBRARY = ROOT / "tests" / "wrong_implementations"
+
+
+def _kb(field: str, pid: str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _library(exercise_id: str):
+    spec = importlib.util.spec_from_file_location(f"wrong_{exercise_id}", LIBRARY / f"{exercise_id}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def learner_side_peaks() -> list[dict]:
+    import numpy as np
+
+    from autograder.grading import judge, reference
+    from autograder.grading.exercises import EXERCISES
+
+    rows = []
+    for exercise_id, exercise in EXERCISES.items():
+        lib = _library(exercise_id)
+        entries = [("reference", None)] + [("correct", f) for f in lib.CORRECT] + [("wrong", f) for f in lib.WRONG]
+        for kind, implementation in entries:
+            row = _in_a_fork(lambda: _run_cases(exercise, implementation, np, judge, reference))
+            rows.append({"exercise": exercise_id, "kind": kind,
+                         "name": getattr(implementation, "__name__", "solutions"), **row,
+                         "limit_mb": exercise.memory_mb, "time_limit": exercise.timeout})
+    return rows
+
+
+def _run_cases(exercise, implementation, np, judge, reference) -> None:
+    ns = reference.namespace(None if implementation is None else {exercise.id: implementation})
+    for case in exercise.cases(np.random.default_rng(0)):
+        try:
+            with np.errstate(all="ignore"):
+                judge.run_driver(case, ns)
+        except Exception:  # noqa: BLE001  (a wrong implementation may raise; its memory still counts)
+            pass
+
+
+def _in_a_fork(work) -> dict:
+    """Run ``work`` in a forked child, as the learner's process is a fork of the zygote:
+    its peak resident memory (``VmHWM``, reset at the start) and its peak address space
+    (``VmPeak``), both above the child's own start, and its CPU time."""
+    import json
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        Path("/proc/self/clear_refs").write_text("5")
+        rss0, vm0, cpu = _kb("VmRSS"), _kb("VmSize"), time.process_time()
+        work()
+        out = {"peak_mb": (_kb("VmHWM") - rss0) / 1024, "address_mb": (_kb("VmPeak") - vm0) / 1024,
+               "cpu_s": time.process_time() - cpu}
+        os.write(write, json.dumps(out).encode())
+        os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 4096):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def _tree(root: int) -> list[int]:
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                todo += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def _pss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def whole_run_peak() -> tuple[float, float, int]:
+    """(peak summed PSS in MB, wall seconds, most processes at once) of ``mha-grade solutions``."""
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "solutions", "--quiet"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak, most, start = 0.0, 0, time.perf_counter()
+    while proc.poll() is None:
+        pids = _tree(proc.pid)
+        peak = max(peak, sum(_pss_mb(p) for p in pids))
+        most = max(most, len(pids))
+        time.sleep(0.02)
+    return peak, time.perf_counter() - start, most
+
+
+TOUCHING_BOMB = """
+
+def softmax(x, axis=-1):
+    hog = []
+    while True:  # resident memory, not only address space: pages written
+        hog.append(np.ones(2**24))  # 128 MiB each, touched
+"""
+
+
+class Container:
+    """A memory + CPU cgroup (v2, or v1's memory and cpu hierarchies) that a command runs in."""
+
+    def __init__(self, memory_mb: float, cpus: float):
+        name = f"mha-fit-{os.getpid()}"
+        self.v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+        if self.v2:
+            self.dirs = [Path("/sys/fs/cgroup") / name]
+            self.dirs[0].mkdir()
+            (self.dirs[0] / "memory.max").write_text(str(int(memory_mb * 2**20)))
+            (self.dirs[0] / "memory.swap.max").write_text("0")
+            (self.dirs[0] / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
+        else:
+            mem, cpu = Path("/sys/fs/cgroup/memory") / name, Path("/sys/fs/cgroup/cpu") / name
+            mem.mkdir(), cpu.mkdir()
+            self.dirs = [mem, cpu]
+            (mem / "memory.limit_in_bytes").write_text(str(int(memory_mb * 2**20)))
+            swap = mem / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                swap.write_text(str(int(memory_mb * 2**20)))
+            (mem / "memory.swappiness").write_text("0")
+            (cpu / "cpu.cfs_period_us").write_text("100000")
+            (cpu / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+
+    def enter(self) -> None:  # in the child, before exec
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+
+    def peak_mb(self) -> float:
+        f = self.dirs[0] / ("memory.peak" if self.v2 else "memory.max_usage_in_bytes")
+        return int(f.read_text()) / 2**20 if f.exists() else float("nan")
+
+    def oom_kills(self) -> int:
+        f = self.dirs[0] / ("memory.events" if self.v2 else "memory.oom_control")
+        for line in f.read_text().splitlines() if f.exists() else []:
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        for d in self.dirs:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def in_container(submission: Path, memory_mb: float, cpus: float) -> dict:
+    import json
+    import tempfile
+
+    box = Container(memory_mb, cpus)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "report.json"
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "autograder", str(submission), "--json", str(report),
+                                   "--quiet"], cwd=ROOT, capture_output=True, text=True, preexec_fn=box.enter,
+                                  timeout=1800)
+            wall = time.perf_counter() - start
+            data = json.loads(report.read_text()) if report.exists() else None
+        return {"status": proc.returncode, "wall": wall, "peak_mb": box.peak_mb(), "oom_kills": box.oom_kills(),
+                "report": data, "stderr": proc.stderr[-300:]}
+    finally:
+        box.close()
+
+
+def container_runs(memory_mb: float, cpus: float, console) -> bool:
+    import shutil
+    import tempfile
+
+    from rich.table import Table
+
+    table = Table(title=f"mha-grade in a {memory_mb:g} MB, {cpus:g}-CPU cgroup")
+    for col in ("submission", "exit", "wall s", "cgroup peak MB", "OOM kills", "score", "not passed"):
+        table.add_column(col, justify="left" if col in ("submission", "not passed") else "right")
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        bomb = Path(tmp) / "bomb"
+        shutil.copytree(ROOT / "solutions", bomb)
+        with open(bomb / "attention.py", "a") as f:
+            f.write(TOUCHING_BOMB)
+        for name, path in (("solutions", ROOT / "solutions"), ("softmax touches memory", bomb)):
+            r = in_container(path, memory_mb, cpus)
+            rep = r["report"] or {}
+            bad = [f"{e['id']} ({e['status']})" for e in rep.get("exercises", []) if e["status"] != "passed"]
+            table.add_row(name, str(r["status"]), f"{r['wall']:.1f}", f"{r['peak_mb']:.0f}", str(r["oom_kills"]),
+                          f"{rep.get('score', 'none')}", ", ".join(bad) or "-")
+            expected = [] if name == "solutions" else ["softmax"]
+            ok &= r["status"] == 0 and [b.split(" ")[0] for b in bad] == expected
+    console.print(table)
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--container-mb", type=float, default=768)
+    parser.add_argument("--cpus", type=float, default=0.5)
+    parser.add_argument("--container", action="store_true", help="also grade inside a cgroup of that size")
+    args = parser.parse_args(argv)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=120)
+    peak, wall, most = whole_run_peak()
+    rows = learner_side_peaks()
+    table = Table(title="Learner side: peak memory above the process's baseline, per implementation (seed 0)")
+    for col in ("exercise", "largest peak (implementation)", "RSS MB", "address space MB", "limit MB",
+                "CPU s (largest)", f"≈ wall at {args.cpus:g} CPU", "time limit s"):
+        table.add_column(col, justify="left" if col.startswith(("exercise", "largest")) else "right")
+    worst_ok = True
+    for exercise in dict.fromkeys(r["exercise"] for r in rows):
+        mine = [r for r in rows if r["exercise"] == exercise]
+        big = max(mine, key=lambda r: r["peak_mb"])
+        wide = max(r["address_mb"] for r in mine)
+        slow = max(mine, key=lambda r: r["cpu_s"])
+        est = slow["cpu_s"] / args.cpus
+        ok = wide <= big["limit_mb"] and est <= slow["time_limit"]
+        worst_ok &= ok
+        table.add_row(exercise, f"{big['name']} ({big['kind']})", f"{big['peak_mb']:.0f}", f"{wide:.0f}",
+                      f"{big['limit_mb']}",
+                      f"{slow['cpu_s']:.2f} ({slow['name']})", f"{est:.1f}", f"{slow['time_limit']:g}")
+    console.print(table)
+    top = sorted(rows, key=lambda r: -r["peak_mb"])[:5]
+    console.print("largest learner-side peaks: " + "; ".join(
+        f"{r['exercise']}/{r['name']} ({r['kind']}) {r['peak_mb']:.0f} MB" for r in top))
+    console.print(f"largest address-space growth (what the per-exercise limit, RLIMIT_AS, binds): "
+                  f"{max(r['address_mb'] for r in rows):.0f} MB")
+    console.print(f"whole run (mha-grade solutions): peak PSS {peak:.0f} MB over up to {most} processes, "
+                  f"{wall:.1f} s wall; container {args.container_mb:g} MB")
+    fits = peak + max(r["peak_mb"] for r in rows if r["kind"] != "reference") <= args.container_mb
+    console.print(f"{'PASS' if fits else 'MISS'}: whole run plus the largest learner-side peak "
+                  f"({peak:.0f} + {max(r['peak_mb'] for r in rows):.0f} MB) within {args.container_mb:g} MB")
+    console.print(f"{'PASS' if worst_ok else 'MISS'}: every implementation within its exercise's limits")
+    boxed = container_runs(args.container_mb, args.cpus, console) if args.container else True
+    if args.container:
+        console.print(f"{'PASS' if boxed else 'MISS'}: in the container, every exercise graded as expected "
+                      "(the bomb costs only softmax)")
+    return 0 if fits and worst_ok and boxed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
