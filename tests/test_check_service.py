@@ -1,6 +1,7 @@
 """check()'s warm grader (autograder/service.py): one per kernel, fresh grading every call,
 restarted when it died or the grader changed, gone with its kernel; and the spawn path
 that macOS and Windows use (autograder/practice.py), forced here with MHA_CHECK_MODE=spawn."""
+import json
 import os
 import subprocess
 import sys
@@ -124,25 +125,43 @@ def test_spawn_mode_stops_an_infinite_loop_at_the_time_limit(monkeypatch):
     assert service.grade("softmax", SOLUTIONS, "solutions")["exercises"][0]["status"] == "passed"
 
 
+def _self_check(release: Path, submission: Path, *exercises: str) -> dict:
+    """``python -m autograder.selfcheck`` run from the release, the secret modules unimportable."""
+    from autograder import SECRET
+
+    out = submission.parent / f"{submission.name}.json"
+    argv = [str(submission), "--json", str(out), "--quiet", *(x for e in exercises for x in ("--exercise", e))]
+    code = (f"import runpy, sys\nfor name in {SECRET!r}:\n    sys.modules[name] = None\n"
+            f"sys.argv = ['autograder.selfcheck', *{argv!r}]\nrunpy.run_module('autograder.selfcheck', run_name='__main__')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MHA_BACKEND")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=release, env=dict(env, OMP_NUM_THREADS="1"),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "practice check, not confined" in proc.stdout
+    return json.loads(out.read_text())
+
+
 def test_self_check_in_spawn_mode(monkeypatch, tmp_path_factory, tmp_path):
-    """The release's self-check (tests/test_release.py), its learner side spawned: a correct
-    and a wrong submission on a few exercises (every exercise is the confined test's job)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import test_release
+    """The release's self-check, its learner side spawned: a wrong softmax named, an unfilled
+    causal_mask not attempted, a correct layer passed (every exercise: tests/test_release.py)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_release
 
     monkeypatch.setenv("MHA_CHECK_MODE", "spawn")
     release = tmp_path_factory.mktemp("dist") / "release"
-    assert test_release.build_release.main(["--out", str(release)]) == 0
-    mixed = tmp_path / "mixed"  # one run: a wrong softmax, an unfilled causal_mask, a correct layer
+    assert build_release.main(["--out", str(release)]) == 0
+    mixed = tmp_path / "mixed"
     mixed.mkdir()
     for f in (ROOT / "solutions").glob("*.py"):
-        (mixed / f.name).write_text(f.read_text())
-    (mixed / "attention.py").write_text((mixed / "attention.py").read_text() + test_release.WRONG_SOFTMAX)
+        if f.name != "__init__.py":
+            (mixed / f.name).write_text(f.read_text())
+    (mixed / "attention.py").write_text((mixed / "attention.py").read_text() + NO_MAX)
     (mixed / "masking.py").write_text((mixed / "masking.py").read_text() + "\n\ndef causal_mask(*a, **k):\n"
                                       "    raise NotImplementedError\n")
-    found = test_release._self_check(release, mixed, "softmax", "causal_mask", "multi_head_attention")
+    found = _self_check(release, mixed, "softmax", "causal_mask", "multi_head_attention")
     status = {e["id"]: e for e in found["exercises"]}
     assert status["softmax"]["status"] in ("failed", "partial") and status["softmax"]["score"] < 5
     assert any("without subtracting the max" in (c["diagnosis"] or "") for c in status["softmax"]["cases"])
     assert status["causal_mask"]["status"] == "not attempted"
     assert status["multi_head_attention"]["status"] == "passed"
+    assert found["confinement"]["confined"] is False
