@@ -10,11 +10,16 @@ Sphinx 7.4) gets wrong, both seen by tests/test_browser.py in a real browser:
 - sphinx-togglebutton and sphinx-thebe add their inline configuration scripts after the HTML
   builder has started, and Sphinx then lists each of them twice (once as filename None, once as
   ''). The second `const THEBE_JS_URL = ...` is a SyntaxError in every page's console.
-- sphinx-thebe points at a script on unpkg.com. The book has no launch buttons (Binder and
-  Thebe need the network), so its assets are dead weight and the only CDN address in a page.
+- sphinx-thebe points at a script on unpkg.com. Thebe (live code in the page) needs the network,
+  so its assets are dead weight and the only CDN address in a page.
+
+And the launch buttons (Colab, Binder, a JupyterHub) of the chapters, from `course_hosting` in
+_config.yml: shown only when its `release_url` is set (the chapters' first cell installs the
+course's package from there on a hosted kernel), so an offline build has none.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import sphinxcontrib.bibtex.plugin
@@ -45,6 +50,44 @@ sphinxcontrib.bibtex.plugin.register_plugin(
 )
 
 
+HOSTING_KEYS = ("release_url", "repository_url", "branch", "binderhub_url", "colab_url", "jupyterhub_url")
+_GITHUB_RELEASE = re.compile(r"(https://github\.com/[^/]+/[^/]+)/releases/")
+
+
+def launch_options(hosting: dict) -> dict:
+    """The theme options (sphinx-book-theme) for the launch buttons: none without a release_url."""
+    unknown = set(hosting) - set(HOSTING_KEYS)
+    if unknown:
+        raise ValueError(f"course_hosting in _config.yml: unknown keys {sorted(unknown)}; "
+                         f"known: {list(HOSTING_KEYS)}")
+    if not (hosting.get("release_url") or "").strip():
+        return {}
+    repository = (hosting.get("repository_url") or "").strip()
+    if not repository:
+        github = _GITHUB_RELEASE.match(hosting["release_url"].strip())
+        if not github:
+            raise ValueError("course_hosting in _config.yml: set repository_url (the launch buttons "
+                             "open the chapters from it); release_url is not a GitHub release")
+        repository = github[1]
+    buttons = {key: hosting.get(key) or "" for key in ("binderhub_url", "colab_url", "jupyterhub_url")}
+    return {
+        "repository_url": repository.rstrip("/"),
+        "repository_branch": hosting.get("branch") or "main",
+        "path_to_docs": "",  # the book's root is the repository's: pages are book/NN_name
+        "launch_buttons": {**{k: v for k, v in buttons.items() if v}, "notebook_interface": "jupyterlab"},
+    }
+
+
+def add_launch_buttons(app, config):
+    try:
+        options = launch_options(config.course_hosting or {})
+    except ValueError as error:
+        from sphinx.errors import ConfigError
+        raise ConfigError(str(error)) from None
+    if options:
+        config.html_theme_options = {**config.html_theme_options, **options}
+
+
 def _is_thebe(asset) -> bool:
     return "thebe" in str(asset.filename or "") or "THEBE_JS_URL" in asset.attributes.get("body", "")
 
@@ -65,6 +108,8 @@ def fix_page_assets(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    app.add_config_value("course_hosting", {}, "html", [dict])
+    app.connect("config-inited", add_launch_buttons)
     # Late, so that per-page scripts added by other extensions are seen too.
     app.connect("html-page-context", fix_page_assets, priority=900)
     # Bump env_version when the citation style changes: Sphinx then re-reads every page (it
