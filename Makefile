@@ -49,6 +49,7 @@ site-copy:
 	rm -rf $(SITE_DIR) && mkdir -p $(SITE_DIR)
 	cp -r _build/html/. $(SITE_DIR)/
 	rm -rf $(SITE_DIR)/.buildinfo $(SITE_DIR)/.doctrees $(SITE_DIR)/reports
+	rm -f $(SITE_DIR)/_static/*webpack-macros.html  # the themes' Jinja macros: templates, not pages
 	touch $(SITE_DIR)/.nojekyll  # GitHub Pages: serve _static/ and _sources/ as they are
 	@echo "$(SITE_DIR): $$(find $(SITE_DIR) -name '*.html' | wc -l) pages, $$(du -sh $(SITE_DIR) | cut -f1)"
 

@@ -7,6 +7,7 @@ through a .pth file) but not its package, in an environment that looks like a Ju
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -157,6 +158,39 @@ def test_launch_buttons_need_a_repository():
         book_site.launch_options({"release_url": "https://files.example.org/course.whl"})
     with pytest.raises(ValueError, match="unknown keys"):
         book_site.launch_options({"release_ulr": "https://github.com/o/r/releases/download/v1/c.whl"})
+
+
+def _build_one_chapter(tmp_path: Path, hosting: dict) -> str:
+    """A one-notebook Sphinx site with the course's theme and extension; the chapter's HTML."""
+    source = tmp_path / "src"
+    source.mkdir(parents=True)
+    (source / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'book_site']\nhtml_theme = 'sphinx_book_theme'\n"
+        "nb_execution_mode = 'off'\nhtml_theme_options = {'launch_buttons': {}}\n"
+        f"course_hosting = {hosting!r}\n")
+    (source / "index.md").write_text("# Course\n\n```{toctree}\nchapter\n```\n")
+    notebook = {"cells": [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": ["# A chapter"]}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (source / "chapter.ipynb").write_text(json.dumps(notebook))
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(source),
+                            str(tmp_path / "html")], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    return (tmp_path / "html" / "chapter.html").read_text()
+
+
+def test_launch_buttons_appear_in_a_built_page_only_with_a_release_url(tmp_path):
+    release = "https://github.com/course-org/mha-course/releases/download/v1/mha_course-1-py3-none-any.whl"
+    page = _build_one_chapter(tmp_path / "set", {
+        "release_url": release, "binderhub_url": "https://mybinder.org",
+        "colab_url": "https://colab.research.google.com", "jupyterhub_url": "https://hub.example.edu"})
+    assert 'href="https://colab.research.google.com/github/course-org/mha-course/blob/main/chapter.ipynb"' in page
+    assert 'href="https://mybinder.org/v2/gh/course-org/mha-course/main?urlpath=lab/tree/chapter.ipynb"' in page
+    assert 'href="https://hub.example.edu/hub/user-redirect/git-pull?' in page
+    unset = _build_one_chapter(tmp_path / "unset", {"release_url": "", "binderhub_url": "https://mybinder.org",
+                                                    "colab_url": "https://colab.research.google.com"})
+    assert "colab.research.google.com" not in unset and "mybinder.org" not in unset
 
 
 def test_the_configured_hosting_settings_are_valid():

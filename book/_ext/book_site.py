@@ -13,6 +13,18 @@ Sphinx 7.4) gets wrong, both seen by tests/test_browser.py in a real browser:
 - sphinx-thebe points at a script on unpkg.com. Thebe (live code in the page) needs the network,
   so its assets are dead weight and the only CDN address in a page.
 
+And the bibliography's ARIA roles. Docutils writes each entry as `<div role="doc-biblioentry">`
+inside `<div role="list">`: a deprecated role (DPUB-ARIA 1.1), and a list with no list items,
+which screen readers cannot announce (axe-core: aria-deprecated-role, aria-required-children).
+Each entry becomes a `listitem`, as DPUB-ARIA 1.1 says to write it.
+
+And two buttons of the theme whose accessible name leaves out text they show, so that someone
+who speaks to the browser cannot say what they see (axe-core: label-content-name-mismatch, WCAG
+2.5.3): the search button shows "Search Ctrl+K" and is named "Search" (it is named by what it shows
+now, with aria-keyshortcuts); the colour-mode button, named "Color mode", draws its icons' titles
+("Light", "Dark") as text (they go: the button's tooltip names it). Both buttons exist only where
+JavaScript runs (class pst-js-only), so a script fixes them there.
+
 And the launch buttons (Colab, Binder, a JupyterHub) of the chapters, from `course_hosting` in
 _config.yml: shown only when its `release_url` is set (the chapters' first cell installs the
 course's package from there on a hosted kernel), so an offline build has none.
@@ -107,11 +119,32 @@ def fix_page_assets(app, pagename, templatename, context, doctree):
     context["css_files"] = [css for css in context.get("css_files", []) if not _is_thebe(css)]
 
 
+def fix_bibliography_roles(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+_BUTTON_NAMES_JS = """document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll(".search-button-field").forEach(button => {
+    button.removeAttribute("aria-label");
+    button.setAttribute("aria-keyshortcuts", "Control+K");
+  });
+  // Before or after Font Awesome has turned each <i title> into an <svg> with a <title>.
+  document.querySelectorAll(".theme-switch-button .theme-switch").forEach(icon => {
+    icon.removeAttribute("title");
+    icon.removeAttribute("aria-labelledby");
+    icon.querySelectorAll("title").forEach(title => title.remove());
+  });
+});"""
+
+
 def setup(app):
     app.add_config_value("course_hosting", {}, "html", [dict])
     app.connect("config-inited", add_launch_buttons)
     # Late, so that per-page scripts added by other extensions are seen too.
     app.connect("html-page-context", fix_page_assets, priority=900)
-    # Bump env_version when the citation style changes: Sphinx then re-reads every page (it
-    # cannot see a change in this file's code, and cached pages would keep the old citations).
-    return {"env_version": 2, "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("html-page-context", fix_bibliography_roles)
+    app.add_js_file(None, body=_BUTTON_NAMES_JS)
+    # Bump env_version when the citations or their HTML change: Sphinx then re-reads and re-writes
+    # every page (it cannot see a change in this file's code; cached pages would keep the old HTML).
+    return {"env_version": 3, "parallel_read_safe": True, "parallel_write_safe": True}
