@@ -129,8 +129,10 @@ _BUTTON_NAMES_JS = """document.addEventListener("DOMContentLoaded", () => {
     button.removeAttribute("aria-label");
     button.setAttribute("aria-keyshortcuts", "Control+K");
   });
-  // Before or after Font Awesome has turned each <i title> into an <svg> with a <title>.
+  // Decoration, whether Font Awesome has already turned each <i title> into an <svg role="img">
+  // with a <title>, or does it later (it copies the <i>'s attributes).
   document.querySelectorAll(".theme-switch-button .theme-switch").forEach(icon => {
+    icon.setAttribute("aria-hidden", "true");
     icon.removeAttribute("title");
     icon.removeAttribute("aria-labelledby");
     icon.querySelectorAll("title").forEach(title => title.remove());
