@@ -39,7 +39,7 @@ if importlib.util.find_spec("mha_exercises") is None:
         raise ModuleNotFoundError(
             "this kernel has no mha_exercises: in the course folder run `make install` and choose the "
             "kernel of its .venv" + (f", or run `%pip install {{COURSE_PACKAGE_URL}}`" if COURSE_PACKAGE_URL else ""))
-    print(f"Installing the course's package from {{COURSE_PACKAGE_URL}} (a minute or two, once) ...")
+    print(f"Installing the course's package from {{COURSE_PACKAGE_URL}} (once per session) ...")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PACKAGE_URL], check=True)
     site.addsitedir(site.getusersitepackages())  # pip's fallback where site-packages is read-only
     importlib.invalidate_caches()
