@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install book book-learner test grade clean mathjax gradescope release
+.PHONY: install book book-learner test grade clean mathjax gradescope release site site-copy axe
 
 install: $(STAMP)
 
@@ -24,9 +24,34 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	MHA_BACKEND=solutions OMP_NUM_THREADS=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-# The book first: tests/test_browser.py opens every page of the current build in Chromium.
-test: $(STAMP) book
+# The book first: tests/test_browser.py opens every page of the current build in Chromium and
+# runs axe-core's accessibility rules on it.
+test: $(STAMP) book axe
 	$(PY) -m pytest
+
+# axe-core, exactly as package-lock.json pins it, into node_modules/ (no CDN: the browser tests
+# inject it from there). Without npm the accessibility test skips and says why.
+AXE := node_modules/axe-core/axe.min.js
+axe: $(AXE)
+$(AXE): package.json package-lock.json
+	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund --silent && touch $(AXE); \
+	else echo "WARNING: npm not found: the accessibility test will skip (apt-get install npm)" >&2; fi
+
+# The book as a folder for any static host (GitHub Pages, a university web space, a USB stick):
+# every link in it is relative, nothing loads from outside (tests/test_site.py).
+SITE_DIR ?= dist/site
+site: book
+	$(MAKE) --no-print-directory site-copy SITE_DIR=$(SITE_DIR)
+
+# The copy alone, of the current build.
+site-copy:
+	test -f _build/html/index.html || { echo "no book in _build/html: run make book" >&2; exit 1; }
+	rm -rf $(SITE_DIR) && mkdir -p $(SITE_DIR)
+	cp -r _build/html/. $(SITE_DIR)/
+	rm -rf $(SITE_DIR)/.buildinfo $(SITE_DIR)/.doctrees $(SITE_DIR)/reports
+	rm -f $(SITE_DIR)/_static/*webpack-macros.html  # the themes' Jinja macros: templates, not pages
+	touch $(SITE_DIR)/.nojekyll  # GitHub Pages: serve _static/ and _sources/ as they are
+	@echo "$(SITE_DIR): $$(find $(SITE_DIR) -name '*.html' | wc -l) pages, $$(du -sh $(SITE_DIR) | cut -f1)"
 
 grade: $(STAMP)
 	$(VENV)/bin/mha-grade mha_exercises

@@ -36,6 +36,8 @@ class Report:
     graded_at: str = ""  # UTC, ISO 8601
     # What confined the learner's code (isolation.confine.status): confined, layers, why.
     confinement: dict = field(default_factory=lambda: _confinement())
+    # What the submission's files were: {"taken": [...], "ignored": [...]} (submission.load).
+    intake: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return _finite(dataclasses.asdict(self))
@@ -86,6 +88,10 @@ def print_table(report: Report, console=None) -> None:
 
     console = console or Console()
     console.print(table(report))
+    if report.intake.get("taken"):
+        console.print("graded: " + "; ".join(report.intake["taken"]))
+    if report.intake.get("ignored"):
+        console.print("not graded: " + "; ".join(report.intake["ignored"]))
     console.print(f"seed {report.seed} · submission sha256 {report.submission_sha256[:12]} · "
                   f"grader {report.grader_version} · {report.wall_time:.2f} s", style="dim")
     warning = confinement_warning(report.confinement)

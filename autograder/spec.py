@@ -1,7 +1,7 @@
 """The contract between the grading pipeline and the per-exercise checks.
 
 An :class:`Exercise` is identified by the same id as its stub, its chapter section and its
-solution (``COURSE.md``). Its ``cases(rng)`` returns seeded :class:`Case` objects. A case
+solution (``CONTRACT.md``). Its ``cases(rng)`` returns seeded :class:`Case` objects. A case
 names a *driver* (a function of ``autograder/isolation/drivers/``) and its inputs. The pipeline runs
 the driver twice on the same inputs:
 

@@ -1,6 +1,6 @@
 """Your exercises for the multi-head attention course.
 
-Each module holds the stubs of one chapter (see ``COURSE.md`` and the book); this table is
+Each module holds the stubs of one chapter (see ``CONTRACT.md`` and the book); this table is
 checked against the grader's list of exercises (``autograder/spec.py``):
 
 ============  ============================================================================  ===

@@ -1,6 +1,6 @@
 """Chapter 1: scaled dot-product attention (NumPy).
 
-Conventions (see COURSE.md): a mask is boolean, True means "may attend", and broadcasts
+Conventions (see CONTRACT.md): a mask is boolean, True means "may attend", and broadcasts
 against the scores ``(..., Lq, Lk)``; a query whose keys are all masked gets all-zero
 weights and a zero output; inputs are never modified; float32 stays float32.
 """

@@ -10,7 +10,7 @@ from the reference solutions, which stay behind. What ships follows a rule, not 
 * the book: ``_config.yml``, ``_toc.yml`` and the folder of the table of contents' root, every
   ``{solution}`` (and any hint that holds a code block) replaced by a note, outputs cleared;
 * the learner's top files: a generated ``README.md`` and ``pyproject.toml``, the learner
-  requirements; with ``--html``, the book built with its solutions hidden
+  requirements, the exercise contract (``CONTRACT.md``); with ``--html``, the book built with its solutions hidden
   (``make book-learner``), its copies of the chapters stripped like the book.
 
 Only files tracked by git ship (no local submissions, caches or checkpoints). Nothing from
@@ -359,6 +359,7 @@ def build(out: Path, html: Path | None = None) -> tuple[dict[str, int], int]:
 
     submit = sorted({f"{module}.py" for module in MODULE_OF.values()})
     (out / "README.md").write_text(readme(python, html is not None, submit))
+    shutil.copy2(ROOT / "CONTRACT.md", out / "CONTRACT.md")  # every exercise's names, shapes, conventions
     counts = public_cases(out / "autograder" / "public_cases")
     shutil.make_archive(str(out), "zip", out.parent, out.name)
     return counts, removed

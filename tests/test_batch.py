@@ -330,7 +330,9 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
 def test_batch_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
     root = _class(tmp_path, {"ada": GOOD})
     out = tmp_path / "out"
-    monkeypatch.setattr(batch, "_confinement", lambda: (False, "the kernel offers no Landlock"))
+    from autograder import isolation
+
+    monkeypatch.setattr(isolation, "confinement", lambda run_as=False: (False, "the kernel offers no Landlock"))
     assert batch.main([str(root), "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "cannot be confined here (the kernel offers no Landlock)" in err and "--unconfined" in err

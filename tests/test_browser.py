@@ -13,7 +13,9 @@ page is visited once; the tests below check what was recorded:
 - every hint and every solution starts collapsed and opens on a click;
 - every image has loaded (naturalWidth > 0);
 - every internal link points at a file of the site, and at an id that exists in it;
-- the download button offers the page's source (the .ipynb of a notebook chapter).
+- the download button offers the page's source (the .ipynb of a notebook chapter);
+- axe-core (npm, pinned by package-lock.json, injected from node_modules/) finds no serious or
+  critical violation of the WCAG 2.1 A and AA rules.
 
 A full-page screenshot of each page goes to _build/screenshots/.
 """
@@ -45,6 +47,9 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 PAGE_TIMEOUT_MS = 60_000
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # `npm ci` (make test runs it)
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_BLOCKING = ("serious", "critical")
 
 
 # ---------------------------------------------------------------- what the sources promise
@@ -164,6 +169,7 @@ class Visit:
     images: list[dict] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
+    accessibility: list[dict] | None = None  # axe-core's violations; None without axe-core
     screenshot: Path | None = None
 
 
@@ -213,6 +219,16 @@ _RESOURCES_JS = """() => [
   ...[...document.querySelectorAll('link[href]')]
      .filter(el => /stylesheet|preload|icon|font/.test(el.rel)).map(el => el.href),
 ]"""
+
+
+# Every WCAG 2.1 A/AA rule, on the page as it first shows (solutions and hints collapsed).
+_AXE_JS = """async tags => {
+  const result = await axe.run(document, {runOnly: {type: 'tag', values: tags},
+                                          resultTypes: ['violations']});
+  return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                      targets: v.nodes.slice(0, 3).map(n => n.target.join(' ')),
+                                      count: v.nodes.length}));
+}"""
 
 
 SOLUTIONS = ".solution.admonition"
@@ -274,6 +290,9 @@ def visit_page(browser, site_url: str, docname: str) -> Visit:
         visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
         visit.resources = page.evaluate(_RESOURCES_JS)
         page.wait_for_load_state("networkidle")
+        if AXE.exists():  # injected as inline code: no request, nothing from a CDN
+            page.add_script_tag(content=AXE.read_text())
+            visit.accessibility = page.evaluate(_AXE_JS, AXE_TAGS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         visit.screenshot = SCREENSHOTS / f"{docname.replace('/', '__')}.png"
         page.screenshot(path=str(visit.screenshot), full_page=True)
@@ -427,3 +446,13 @@ def test_download_button_offers_the_source(visits, docname):
     links = visits(docname).links
     assert any(urlsplit(href).path.endswith(wanted) for href in links), (
         f"{docname}: no download link to {wanted}")
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_is_accessible(visits, docname):
+    visit = visits(docname)
+    if visit.accessibility is None:
+        pytest.skip(f"no {AXE.relative_to(ROOT)}: run `npm ci` (make test does)")
+    blocking = [f"{v['id']} ({v['impact']}, {v['count']} elements): {v['help']}; e.g. {v['targets']}"
+                for v in visit.accessibility if v["impact"] in AXE_BLOCKING]
+    assert not blocking, f"{docname}: WCAG 2.1 A/AA violations (axe-core):\n" + "\n".join(blocking)

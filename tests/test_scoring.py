@@ -215,16 +215,16 @@ def test_mask_messages_hold_for_their_case(exercise_id):
 
 
 def test_an_exception_names_the_learner_s_line_or_the_harness():
-    from autograder.isolation import worker
+    from autograder.isolation import package
 
     namespace = {}
-    exec(worker._compiled("attention", "def softmax(x, axis=-1):\n    assert x.ndim == 4\n"), namespace)
+    exec(package._compiled("attention", "def softmax(x, axis=-1):\n    assert x.ndim == 4\n"), namespace)
     try:
         namespace["softmax"](np.ones(3))
     except AssertionError as err:
-        assert worker._describe(err) == "AssertionError:  (attention.py, line 2: assert x.ndim == 4)"
+        assert package.describe(err) == "AssertionError:  (attention.py, line 2: assert x.ndim == 4)"
     try:
         np.ones(3) @ np.ones(4)  # no line of the learner's in the traceback
     except ValueError as err:
-        assert worker._describe(err).endswith("(raised by the grader's harness around your code, not by a line "
+        assert package.describe(err).endswith("(raised by the grader's harness around your code, not by a line "
                                                "of yours)")

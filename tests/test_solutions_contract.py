@@ -1,4 +1,4 @@
-"""The reference solutions satisfy the exercise contract of COURSE.md (property tests)."""
+"""The reference solutions satisfy the exercise contract of CONTRACT.md (property tests)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings

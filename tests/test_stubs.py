@@ -1,4 +1,4 @@
-"""Every learner stub raises NotImplementedError naming its exercise id (COURSE.md contract).
+"""Every learner stub raises NotImplementedError naming its exercise id (CONTRACT.md contract).
 
 The exercises come from the one table ``autograder.spec.COURSE``: nothing here lists them again.
 The docstring table of ``mha_exercises`` is checked against it too.

@@ -84,6 +84,7 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
         versions=_versions(),
         wall_time=round(time.monotonic() - started, 3),
         graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        intake={"taken": list(submission.taken), "ignored": list(submission.ignored)},
     )
 
 
