@@ -194,7 +194,8 @@ def _reexec(argv: list[str]) -> None:
     env[OPTIONS_FD] = str(fd)
     run_as = parser().parse_args(argv).run_as
     # The same import path as this process (never the current directory's first).
-    code = f"import sys; sys.path[:] = {sys.path!r}; from autograder.cli import main; sys.exit(main())"
+    code = (f"import sys; sys.path[:] = {sys.path!r}; from autograder.cli import main; "
+            "from autograder.quick_exit import exit_now; exit_now(main())")
     try:
         os.execve(sys.executable, [sys.executable, "-c", code, *(["--run-as", run_as] if run_as else [])], env)
     except OSError:
