@@ -39,13 +39,19 @@ def _lab_state():
     return _arrays(torch.load(digits.WEIGHTS, weights_only=True))
 
 
-def _random_state(rng, config):
-    """Weights for a lab-shaped model of another size: N(0, 1/fan_in), LayerNorms near 1."""
+@functools.lru_cache(maxsize=8)
+def _state_shapes(config: tuple) -> dict:
+    """Parameter name -> shape of the lab-shaped harness model of ``config`` (building the
+    model, with torch's initialisation, costs more than drawing its weights: done once)."""
     from ...isolation.drivers.harness import harness_digits
 
-    shapes = {k: tuple(v.shape) for k, v in harness_digits(config).state_dict().items()}
+    return {k: tuple(v.shape) for k, v in harness_digits(dict(config)).state_dict().items()}
+
+
+def _random_state(rng, config):
+    """Weights for a lab-shaped model of another size: N(0, 1/fan_in), LayerNorms near 1."""
     state = {}
-    for name, shape in shapes.items():
+    for name, shape in _state_shapes(tuple(sorted(config.items()))).items():
         if "norm" in name and name.endswith("weight"):
             state[name] = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
         else:
