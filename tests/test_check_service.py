@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import running
 
 from autograder import service
 from autograder.submission import load
@@ -25,14 +26,6 @@ def fresh_service():
     service.stop()
     yield
     service.stop()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_one_service_grades_the_sources_of_each_call():
@@ -79,13 +72,13 @@ def test_the_service_and_its_zygote_die_with_the_kernel(tmp_path):
     pid = int(kernel.stdout.readline())
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         zygotes = [int(p) for p in f.read().split()]
-    assert _alive(pid) and zygotes and all(map(_alive, zygotes))
+    assert running(pid) and zygotes and all(map(running, zygotes))
     kernel.kill()
     kernel.wait()
     deadline = time.monotonic() + 20
-    while (_alive(pid) or any(map(_alive, zygotes))) and time.monotonic() < deadline:
+    while (running(pid) or any(map(running, zygotes))) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(pid) and not any(map(_alive, zygotes))
+    assert not running(pid) and not any(map(running, zygotes))
 
 
 def test_the_channel_is_private():

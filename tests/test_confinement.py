@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from processes import running
 
 from autograder.isolation import confine, confinement
 
@@ -255,14 +256,6 @@ def _learner_side(proc, at_least: int = 2) -> list[int]:
     raise AssertionError(proc.stderr.read() if proc.poll() is not None else "no learner-side process")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_learner_processes_die_with_their_grader(tmp_path):
     proc = mha_grade([hostile(tmp_path, "infinite_loop"), "-e", "softmax", "--time-limit", "60"], tmp_path,
                      popen=True)
@@ -271,9 +264,9 @@ def test_learner_processes_die_with_their_grader(tmp_path):
         proc.kill()  # SIGKILL: the grader has no chance to clean up
         proc.wait()
         deadline = time.monotonic() + 5
-        while any(map(_alive, learners)) and time.monotonic() < deadline:
+        while any(map(running, learners)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not [p for p in learners if _alive(p)]
+        assert not [p for p in learners if running(p)]
     finally:
         proc.kill()
         proc.wait()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import running
 
 from autograder.grading import runner
 from autograder.isolation import protocol, sandbox
@@ -130,17 +131,9 @@ def test_a_child_that_outlives_the_check_is_killed(zygote, tmp_path):
     deadline = time.monotonic() + 5
     alive = spawned
     while alive and time.monotonic() < deadline:
-        alive = [p for p in spawned if _alive(p)]
+        alive = [p for p in spawned if running(p)]
         time.sleep(0.05)
     assert not alive, f"still running: {alive}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_the_zygote_killed_by_the_learner_is_replaced(zygote, tmp_path):
