@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -334,6 +335,9 @@ def main(argv: list[str] | None = None) -> None:
     if kind not in GRADERS:
         sys.exit(f"autograder.service: unknown grader {kind!r}")
     _die_with(parent)
+    # The kernel's interrupt (a learner stopping a cell) reaches its whole process group: it is
+    # not meant for the service, which ends with its kernel (above) or its channel's end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The channel keeps descriptors of its own; 0 and 1 become harmless, so that nothing
     # printed here (a warning, a library's message) can corrupt it.
     requests, replies = os.dup(0), os.dup(1)

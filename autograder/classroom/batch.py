@@ -32,26 +32,21 @@ is written atomically, so a batch killed at any point resumes where it stopped.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import hashlib
-import json
-import multiprocessing
 import os
 import secrets
-import signal
 import sys
 import time
-import traceback
-from dataclasses import asdict, dataclass, field, is_dataclass
-from multiprocessing.connection import wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .. import __version__
 from ..spec import POINTS
 from . import files, gradebook
+from .classfiles import class_rows, write_anonymous, write_class_files
+from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
 
-DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
 PACKAGE = Path(__file__).resolve().parent.parent  # autograder/
 SEED_FILE = ".seed"
@@ -59,16 +54,6 @@ SEED_FILE = ".seed"
 
 class BatchError(Exception):
     """An unusable command: one line that names the problem (exit status 2, nothing written)."""
-
-
-@dataclass
-class Outcome:
-    learner: str
-    report: dict
-    seconds: float
-    skipped: bool = False
-    error: str | None = None  # why the grader itself failed on this submission
-    cpu: float = 0.0  # CPU seconds of the grader and its learner-side processes
 
 
 @dataclass
@@ -146,209 +131,6 @@ def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> in
     if stored != seed:
         files.write_atomic(f, f"{seed}\n", mode=0o600)
     return seed
-
-
-# ------------------------------------------------------------------------------- reports
-
-def report_dict(report) -> dict:
-    """The pipeline's Report as plain JSON data."""
-    if isinstance(report, dict):
-        return report
-    for method in ("to_dict", "as_dict"):
-        if hasattr(report, method):
-            return getattr(report, method)()
-    if is_dataclass(report):
-        return asdict(report)
-    raise TypeError(f"cannot turn a {type(report).__name__} into a report dict")
-
-
-def error_report(learner: str, message: str, exercises: list[str] | None, seed: int) -> dict:
-    """What a learner gets when the grader could not grade their submission at all."""
-    ids = exercises or list(POINTS)
-    return {
-        "submission": learner, "score": 0.0, "max_score": float(sum(POINTS[e] for e in ids)),
-        "error": message, "seed": seed, "grader_version": __version__,
-        "exercises": [{"id": e, "status": "error", "score": 0.0, "max_score": float(POINTS[e]),
-                       "cases": [], "feedback": message, "notes": []} for e in ids],
-    }
-
-
-# -------------------------------------------------------------------------------- graders
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when the batch dies, however it dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pipe's EOF still stops an idle grader
-        pass
-    if os.getppid() != parent:  # the batch died before the request above was in place
-        os._exit(1)
-
-
-def pipeline_grader(user: str | None = None, time_limit: float | None = None) -> Callable:
-    """``runner.grade_submission`` with one learner-side zygote per grader, reused.
-
-    Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
-    here, once, and inherited by every forked grader. Each grader starts its zygote (the
-    process that forks the confined children running a submission's exercises) at its first
-    submission and keeps it: no submission pays for the learner side's imports either. Reuse
-    is safe because the zygote never runs learner code itself, kills every leftover process
-    after each exercise, and no child outlives its submission.
-    """
-    from ..grading import exercises, judge, runner  # noqa: F401
-    from ..isolation import sandbox  # noqa: F401  (imported before the fork)
-
-    state: dict = {}
-
-    def grade(path, exercises=None, seed=0):
-        if state.get("pid") != os.getpid():  # first call in this grader
-            # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
-            # would hand the learner's children this process's pipe to the batch parent.
-            state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
-        return runner.grade_submission(path, exercises=exercises, seed=seed, time_limit=time_limit,
-                                       zygote=state["zygote"])
-
-    def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
-        if state.get("pid") == os.getpid():
-            state.pop("zygote").close()
-            state.clear()
-
-    grade.close = close
-    return grade
-
-
-def _cpu() -> float:
-    own, children = os.times()[:2], os.times()[2:4]
-    return sum(own) + sum(children)
-
-
-def _serve(conn, others, parent: int, grade: Callable, exercises, seed) -> None:
-    """A forked grader: grade submissions sent over ``conn`` until told to stop."""
-    _die_with_parent(parent)
-    for other in others:  # the other graders' pipe ends: holding them would keep those open
-        try:
-            other.close()
-        except OSError:
-            pass
-    os.setpgid(0, 0)  # its own process group: the parent can kill it with everything it started
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            getattr(grade, "close", lambda: None)()
-            return
-        learner, path = job
-        start, cpu = time.perf_counter(), _cpu()
-        try:
-            report = report_dict(grade(str(path), exercises=exercises, seed=seed))
-            json.dumps(report)  # fail here, not in the parent, on anything that is not JSON data
-            conn.send((learner, report, None, time.perf_counter() - start, _cpu() - cpu))
-        except BaseException:  # noqa: BLE001  (a grader bug on one submission must not stop the batch)
-            conn.send((learner, None, traceback.format_exc(limit=4), time.perf_counter() - start, _cpu() - cpu))
-
-
-class _Grader:
-    def __init__(self, ctx, grade, exercises, seed, others=()):
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, daemon=True,
-                                   args=(child, [o.conn for o in others], os.getpid(), grade, exercises, seed))
-        self.process.start()
-        child.close()
-        self.job: tuple[str, Path] | None = None
-        self.started = 0.0
-
-    def send(self, learner: str, path: Path) -> None:
-        self.job, self.started = (learner, path), time.perf_counter()
-        self.conn.send(self.job)
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            self.process.kill()
-        self.process.join(5)
-        self.conn.close()
-
-    def stop(self) -> None:
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
-        self.process.join(5)
-        if self.process.is_alive():
-            self.kill()
-
-
-def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = None, exercises=None,
-              seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
-              on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
-    """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
-    grade = grade or pipeline_grader()
-    ctx = multiprocessing.get_context("fork")
-    queue = list(jobs.items())
-    graders: list[_Grader] = []
-    for _ in range(max(1, min(n_jobs, len(queue)))):
-        graders.append(_Grader(ctx, grade, exercises, seed, graders))
-    outcomes = []
-
-    def replace(i: int) -> None:
-        graders[i].kill()
-        graders[i] = _Grader(ctx, grade, exercises, seed, [g for j, g in enumerate(graders) if j != i])
-
-    def finish(grader: _Grader, report: dict | None, error: str | None, seconds: float, cpu: float = 0.0) -> None:
-        learner = grader.job[0]
-        if report is None:
-            report = error_report(learner, f"the grader failed on this submission: {error}", exercises, seed)
-        outcome = Outcome(learner, report, seconds, error=error, cpu=cpu)
-        outcomes.append(outcome)
-        grader.job = None
-        on_done(outcome)
-
-    try:
-        while queue or any(g.job for g in graders):
-            for i, g in enumerate(graders):
-                if g.job is None and queue:
-                    job = queue.pop(0)
-                    try:
-                        g.send(*job)
-                    except OSError:  # it died while idle: replace it and retry the job
-                        queue.insert(0, job)
-                        g.job = None
-                        replace(i)
-            busy = [g for g in graders if g.job]
-            if not busy:
-                continue
-            now = time.perf_counter()
-            next_deadline = min(g.started + timeout for g in busy)
-            ready = wait([g.conn for g in busy], timeout=max(0.0, next_deadline - now))
-            for i, g in enumerate(graders):
-                if not g.job:
-                    continue
-                elapsed = time.perf_counter() - g.started
-                if g.conn in ready:
-                    try:
-                        learner, report, error, seconds, cpu = g.conn.recv()
-                        finish(g, report, error, seconds, cpu)
-                        continue
-                    except (EOFError, OSError):
-                        why = "the grading process died (killed or crashed)"
-                elif elapsed >= timeout:
-                    why = f"grading took longer than {timeout:g} s and was stopped"
-                else:
-                    continue
-                finish(g, None, why, elapsed)
-                replace(i)
-    finally:
-        for g in graders:
-            g.kill() if g.job else g.stop()
-    return outcomes
 
 
 # ----------------------------------------------------------------------------------- batch
@@ -480,111 +262,6 @@ def _annotate(report: dict, learner: str, submission) -> None:
     report["submission"] = learner
     if submission is not None:
         report["intake"] = {"taken": list(submission.taken), "ignored": list(submission.ignored)}
-
-
-# ------------------------------------------------------------------------------ class files
-
-def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, late, warn,
-               result: BatchResult) -> list[dict]:
-    """One row per learner: the roster's (in its order) or the submitters', with late penalties."""
-    if roster is None:
-        people = [gradebook.Learner(name, {}, (name,)) for name in sorted(reports)]
-        owner = {name: name for name in reports}
-    else:
-        owner, strangers = gradebook.match_roster(roster, list(reports))
-        if strangers:
-            warn(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
-        people = list(roster) + [gradebook.Learner(s, {}, (s,)) for s in strangers]
-        for s in strangers:
-            owner[s] = s
-    by_person = {}
-    for name, who in owner.items():
-        by_person[who] = name
-    rows = []
-    for person in people:
-        name = by_person.get(person.id)
-        report = reports.get(name) if name else None
-        row = {"learner": person, "id": person.id, "submission": name, "report": report,
-               "on_roster": roster is None or person in roster}
-        if report is None:
-            result.missing.append(person.id)
-            row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
-        else:
-            when, source = gradebook.submitted_at(submissions[name])
-            score = float(report.get("score", 0.0))
-            final, days, why = late.apply(score, when) if late else (score, 0.0, "")
-            report["late"] = {"submitted_at": when.isoformat() if when else None, "source": source,
-                              "days_late": round(days, 3), "penalty": why, "final_score": final}
-            status = "error" if report.get("error") else ("late" if days > 0 else "graded")
-            row.update(score=score, final=final, status=status, late=why,
-                       submitted=when.isoformat(timespec="seconds") if when else "")
-        rows.append(row)
-    return rows
-
-
-def exercise_columns(reports: dict[str, dict]) -> list[str]:
-    ids = {e["id"] for r in reports.values() for e in r.get("exercises", [])}
-    return [e for e in POINTS if e in ids] + sorted(ids - set(POINTS))
-
-
-def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -> str:
-    """``grades.csv``: a row per learner, points per exercise, total, penalty, final, status."""
-    import csv
-    import io
-
-    columns = exercise_columns(reports)
-    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
-    f = io.StringIO()
-    w = csv.writer(f)
-    w.writerow(["learner", *columns, "total", "late_penalty", "final", "max_total", "status", "submitted_at",
-                "error"])
-    for row in rows:
-        report = row["report"] or {}
-        scores = {e["id"]: e["score"] for e in report.get("exercises", [])}
-        error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
-        w.writerow([rename(row["id"]), *(_points(scores.get(c, 0.0)) for c in columns), _points(row["score"]),
-                    row["late"], _points(row["final"]), _points(max_total), row["status"],
-                    row["submitted"], error])
-    return f.getvalue()
-
-
-def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int) -> None:
-    from . import feedback
-
-    files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
-    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
-    canvas = [{"learner": r["learner"], "score": r["final"]} for r in rows if r["on_roster"]]
-    files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, max_total))
-    hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
-    for row in rows:
-        text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
-        safe = _file_name(row["id"])
-        files.write_atomic(out / "feedback" / f"{safe}.md", text)
-        files.write_atomic(out / "feedback" / f"{safe}.html",
-                           feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
-
-
-def write_anonymous(out: Path, rows: list[dict], result: BatchResult, seed: int) -> None:
-    """``anonymous/``: grades, summary and similarity with each learner id replaced by a
-    pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
-    from . import similarity as sim
-
-    def rename(x):
-        return gradebook.pseudonym(x, str(seed))
-
-    reports = {r["id"]: r["report"] for r in rows if r["report"]}
-    files.write_atomic(out / "anonymous" / "grades.csv", grades_csv(rows, reports, rename))
-    files.write_atomic(out / "anonymous" / "summary.md", (out / "summary.md").read_text())
-    if result.similarity is not None:
-        files.write_atomic(out / "anonymous" / "similarity.md", sim.clusters_markdown(result.similarity, rename))
-
-
-def _file_name(learner: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in learner) or "_"
-
-
-def _points(x: float) -> str:
-    return f"{float(x):.2f}".rstrip("0").rstrip(".")
 
 
 # ------------------------------------------------------------------------------------- CLI

@@ -1,0 +1,117 @@
+"""The class files a batch writes besides the reports: ``grades.csv`` (a row per learner of the
+roster), the gradebook and feedback files, and the anonymised copies to share.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..spec import POINTS
+from . import files, gradebook
+
+if TYPE_CHECKING:
+    from .batch import BatchResult
+
+# ------------------------------------------------------------------------------ class files
+
+def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, late, warn,
+               result: BatchResult) -> list[dict]:
+    """One row per learner: the roster's (in its order) or the submitters', with late penalties."""
+    if roster is None:
+        people = [gradebook.Learner(name, {}, (name,)) for name in sorted(reports)]
+        owner = {name: name for name in reports}
+    else:
+        owner, strangers = gradebook.match_roster(roster, list(reports))
+        if strangers:
+            warn(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
+        people = list(roster) + [gradebook.Learner(s, {}, (s,)) for s in strangers]
+        for s in strangers:
+            owner[s] = s
+    by_person = {}
+    for name, who in owner.items():
+        by_person[who] = name
+    rows = []
+    for person in people:
+        name = by_person.get(person.id)
+        report = reports.get(name) if name else None
+        row = {"learner": person, "id": person.id, "submission": name, "report": report,
+               "on_roster": roster is None or person in roster}
+        if report is None:
+            result.missing.append(person.id)
+            row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
+        else:
+            when, source = gradebook.submitted_at(submissions[name])
+            score = float(report.get("score", 0.0))
+            final, days, why = late.apply(score, when) if late else (score, 0.0, "")
+            report["late"] = {"submitted_at": when.isoformat() if when else None, "source": source,
+                              "days_late": round(days, 3), "penalty": why, "final_score": final}
+            status = "error" if report.get("error") else ("late" if days > 0 else "graded")
+            row.update(score=score, final=final, status=status, late=why,
+                       submitted=when.isoformat(timespec="seconds") if when else "")
+        rows.append(row)
+    return rows
+
+
+def exercise_columns(reports: dict[str, dict]) -> list[str]:
+    ids = {e["id"] for r in reports.values() for e in r.get("exercises", [])}
+    return [e for e in POINTS if e in ids] + sorted(ids - set(POINTS))
+
+
+def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -> str:
+    """``grades.csv``: a row per learner, points per exercise, total, penalty, final, status."""
+    import csv
+    import io
+
+    columns = exercise_columns(reports)
+    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
+    f = io.StringIO()
+    w = csv.writer(f)
+    w.writerow(["learner", *columns, "total", "late_penalty", "final", "max_total", "status", "submitted_at",
+                "error"])
+    for row in rows:
+        report = row["report"] or {}
+        scores = {e["id"]: e["score"] for e in report.get("exercises", [])}
+        error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
+        w.writerow([rename(row["id"]), *(_points(scores.get(c, 0.0)) for c in columns), _points(row["score"]),
+                    row["late"], _points(row["final"]), _points(max_total), row["status"],
+                    row["submitted"], error])
+    return f.getvalue()
+
+
+def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int) -> None:
+    from . import feedback
+
+    files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
+    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
+    canvas = [{"learner": r["learner"], "score": r["final"]} for r in rows if r["on_roster"]]
+    files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, max_total))
+    hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
+    for row in rows:
+        text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
+        safe = _file_name(row["id"])
+        files.write_atomic(out / "feedback" / f"{safe}.md", text)
+        files.write_atomic(out / "feedback" / f"{safe}.html",
+                           feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
+
+
+def write_anonymous(out: Path, rows: list[dict], result: BatchResult, seed: int) -> None:
+    """``anonymous/``: grades, summary and similarity with each learner id replaced by a
+    pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
+    from . import similarity as sim
+
+    def rename(x):
+        return gradebook.pseudonym(x, str(seed))
+
+    reports = {r["id"]: r["report"] for r in rows if r["report"]}
+    files.write_atomic(out / "anonymous" / "grades.csv", grades_csv(rows, reports, rename))
+    files.write_atomic(out / "anonymous" / "summary.md", (out / "summary.md").read_text())
+    if result.similarity is not None:
+        files.write_atomic(out / "anonymous" / "similarity.md", sim.clusters_markdown(result.similarity, rename))
+
+
+def _file_name(learner: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in learner) or "_"
+
+
+def _points(x: float) -> str:
+    return f"{float(x):.2f}".rstrip("0").rstrip(".")

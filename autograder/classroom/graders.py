@@ -1,0 +1,237 @@
+"""The class's graders: forked processes, each grading one submission at a time through the
+pipeline (its own learner-side zygote, reused), that die with the batch however it dies.
+
+:func:`grade_all` hands submissions to ``jobs`` graders and gathers an :class:`Outcome` per
+learner; a grader that crashes or overruns its submission's time costs only that submission.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from dataclasses import asdict, dataclass, is_dataclass
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..spec import POINTS
+
+DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
+
+
+@dataclass
+class Outcome:
+    learner: str
+    report: dict
+    seconds: float
+    skipped: bool = False
+    error: str | None = None  # why the grader itself failed on this submission
+    cpu: float = 0.0  # CPU seconds of the grader and its learner-side processes
+
+
+# ------------------------------------------------------------------------------- reports
+
+def report_dict(report) -> dict:
+    """The pipeline's Report as plain JSON data."""
+    if isinstance(report, dict):
+        return report
+    for method in ("to_dict", "as_dict"):
+        if hasattr(report, method):
+            return getattr(report, method)()
+    if is_dataclass(report):
+        return asdict(report)
+    raise TypeError(f"cannot turn a {type(report).__name__} into a report dict")
+
+
+def error_report(learner: str, message: str, exercises: list[str] | None, seed: int) -> dict:
+    """What a learner gets when the grader could not grade their submission at all."""
+    ids = exercises or list(POINTS)
+    return {
+        "submission": learner, "score": 0.0, "max_score": float(sum(POINTS[e] for e in ids)),
+        "error": message, "seed": seed, "grader_version": __version__,
+        "exercises": [{"id": e, "status": "error", "score": 0.0, "max_score": float(POINTS[e]),
+                       "cases": [], "feedback": message, "notes": []} for e in ids],
+    }
+
+
+# -------------------------------------------------------------------------------- graders
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when the batch dies, however it dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pipe's EOF still stops an idle grader
+        pass
+    if os.getppid() != parent:  # the batch died before the request above was in place
+        os._exit(1)
+
+
+def pipeline_grader(user: str | None = None, time_limit: float | None = None) -> Callable:
+    """``runner.grade_submission`` with one learner-side zygote per grader, reused.
+
+    Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
+    here, once, and inherited by every forked grader. Each grader starts its zygote (the
+    process that forks the confined children running a submission's exercises) at its first
+    submission and keeps it: no submission pays for the learner side's imports either. Reuse
+    is safe because the zygote never runs learner code itself, kills every leftover process
+    after each exercise, and no child outlives its submission.
+    """
+    from ..grading import exercises, judge, runner  # noqa: F401
+    from ..isolation import sandbox  # noqa: F401  (imported before the fork)
+
+    state: dict = {}
+
+    def grade(path, exercises=None, seed=0):
+        if state.get("pid") != os.getpid():  # first call in this grader
+            # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
+            # would hand the learner's children this process's pipe to the batch parent.
+            state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
+        return runner.grade_submission(path, exercises=exercises, seed=seed, time_limit=time_limit,
+                                       zygote=state["zygote"])
+
+    def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
+        if state.get("pid") == os.getpid():
+            state.pop("zygote").close()
+            state.clear()
+
+    grade.close = close
+    return grade
+
+
+def _cpu() -> float:
+    own, children = os.times()[:2], os.times()[2:4]
+    return sum(own) + sum(children)
+
+
+def _serve(conn, others, parent: int, grade: Callable, exercises, seed) -> None:
+    """A forked grader: grade submissions sent over ``conn`` until told to stop."""
+    _die_with_parent(parent)
+    for other in others:  # the other graders' pipe ends: holding them would keep those open
+        try:
+            other.close()
+        except OSError:
+            pass
+    os.setpgid(0, 0)  # its own process group: the parent can kill it with everything it started
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            getattr(grade, "close", lambda: None)()
+            return
+        learner, path = job
+        start, cpu = time.perf_counter(), _cpu()
+        try:
+            report = report_dict(grade(str(path), exercises=exercises, seed=seed))
+            json.dumps(report)  # fail here, not in the parent, on anything that is not JSON data
+            conn.send((learner, report, None, time.perf_counter() - start, _cpu() - cpu))
+        except BaseException:  # noqa: BLE001  (a grader bug on one submission must not stop the batch)
+            conn.send((learner, None, traceback.format_exc(limit=4), time.perf_counter() - start, _cpu() - cpu))
+
+
+class _Grader:
+    def __init__(self, ctx, grade, exercises, seed, others=()):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, daemon=True,
+                                   args=(child, [o.conn for o in others], os.getpid(), grade, exercises, seed))
+        self.process.start()
+        child.close()
+        self.job: tuple[str, Path] | None = None
+        self.started = 0.0
+
+    def send(self, learner: str, path: Path) -> None:
+        self.job, self.started = (learner, path), time.perf_counter()
+        self.conn.send(self.job)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(5)
+        if self.process.is_alive():
+            self.kill()
+
+
+def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = None, exercises=None,
+              seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
+              on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
+    """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
+    grade = grade or pipeline_grader()
+    ctx = multiprocessing.get_context("fork")
+    queue = list(jobs.items())
+    graders: list[_Grader] = []
+    for _ in range(max(1, min(n_jobs, len(queue)))):
+        graders.append(_Grader(ctx, grade, exercises, seed, graders))
+    outcomes = []
+
+    def replace(i: int) -> None:
+        graders[i].kill()
+        graders[i] = _Grader(ctx, grade, exercises, seed, [g for j, g in enumerate(graders) if j != i])
+
+    def finish(grader: _Grader, report: dict | None, error: str | None, seconds: float, cpu: float = 0.0) -> None:
+        learner = grader.job[0]
+        if report is None:
+            report = error_report(learner, f"the grader failed on this submission: {error}", exercises, seed)
+        outcome = Outcome(learner, report, seconds, error=error, cpu=cpu)
+        outcomes.append(outcome)
+        grader.job = None
+        on_done(outcome)
+
+    try:
+        while queue or any(g.job for g in graders):
+            for i, g in enumerate(graders):
+                if g.job is None and queue:
+                    job = queue.pop(0)
+                    try:
+                        g.send(*job)
+                    except OSError:  # it died while idle: replace it and retry the job
+                        queue.insert(0, job)
+                        g.job = None
+                        replace(i)
+            busy = [g for g in graders if g.job]
+            if not busy:
+                continue
+            now = time.perf_counter()
+            next_deadline = min(g.started + timeout for g in busy)
+            ready = wait([g.conn for g in busy], timeout=max(0.0, next_deadline - now))
+            for i, g in enumerate(graders):
+                if not g.job:
+                    continue
+                elapsed = time.perf_counter() - g.started
+                if g.conn in ready:
+                    try:
+                        learner, report, error, seconds, cpu = g.conn.recv()
+                        finish(g, report, error, seconds, cpu)
+                        continue
+                    except (EOFError, OSError):
+                        why = "the grading process died (killed or crashed)"
+                elif elapsed >= timeout:
+                    why = f"grading took longer than {timeout:g} s and was stopped"
+                else:
+                    continue
+                finish(g, None, why, elapsed)
+                replace(i)
+    finally:
+        for g in graders:
+            g.kill() if g.job else g.stop()
+    return outcomes
