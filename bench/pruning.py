@@ -3,11 +3,11 @@ random orders, which hurt less than the reverse order?
 
 For each committed model (``lab/weights/``, seeds ``digits.SEEDS``, one training recipe):
 importance is Michel et al.'s ``E_x |dL/d xi_h|`` over the validation split, every example's
-gradient separately (``digits.importance_from_activations``: the numbers of ``head_importance``
+gradient separately (``removal.importance_from_activations``: the numbers of ``head_importance``
 with one example per batch, tests/test_importance_independent.py checks it, in one batched
 pass). Heads are removed across the whole model, and test accuracy measured after each
-removal, in the orders ``digits.ORDERS`` (by raw importance, static and iterative; normalised per
-layer as in the paper, static and iterative; reverse) and ``digits.NUM_RANDOM`` random orders.
+removal, in the orders ``removal.ORDERS`` (by raw importance, static and iterative; normalised per
+layer as in the paper, static and iterative; reverse) and ``removal.NUM_RANDOM`` random orders.
 
 Printed: per seed and per order, at each k = 1..15 heads removed, whether the order's
 accuracy >= the random mean >= the reverse order's (``+`` holds, ``.`` fails); how many seeds
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from lab import digits  # noqa: E402
+from lab import digits, removal  # noqa: E402
 from mha_exercises.backend import load  # noqa: E402
 
 TIME_BUDGET = 60.0  # seconds, all seeds
@@ -50,18 +50,18 @@ CHECKED = ("static", "iterative")  # the orders whose average ordering is a targ
 SHOWN = ("static", "iterative", "per-layer static", "per-layer iterative")
 
 
-def run_seed(seed, num_random=digits.NUM_RANDOM):
+def run_seed(seed, num_random=removal.NUM_RANDOM):
     """The lab on one seed's model (in a worker process): curves, orders, importance, CPU seconds."""
     torch.set_num_threads(1)
     cpu_start = time.process_time()
     model = digits.load_model(load("layer").MultiHeadAttention, digits.weights_path(seed))
     val = [digits.load_split("val")]  # one batch: importance_from_activations separates the examples
     x, y = digits.load_split("test")
-    curves, orders, raw = digits.lab_curves(model, digits.importance_from_activations, val, x, y, num_random)
+    curves, orders, raw = removal.lab_curves(model, removal.importance_from_activations, val, x, y, num_random)
     return seed, curves, orders, raw, time.process_time() - cpu_start
 
 
-def run_all(seeds, workers, num_random=digits.NUM_RANDOM):
+def run_all(seeds, workers, num_random=removal.NUM_RANDOM):
     """``{seed: (curves, orders, raw importance)}``, and the CPU seconds the seeds took in all."""
     with ProcessPoolExecutor(max_workers=workers) as pool:
         runs = list(pool.map(run_seed, seeds, [num_random] * len(seeds)))
@@ -73,7 +73,7 @@ def misses(results):
     out = []
     for seed, curves in results.items():
         for name in CHECKED:
-            if not digits.ordering_holds_on_average(curves, name):
+            if not removal.ordering_holds_on_average(curves, name):
                 k = slice(1, -1)
                 out.append(f"seed {seed}: averaged over k, {name} {curves[name][k].mean():.4f} >= random "
                            f"{curves['random'].mean(0)[k].mean():.4f} >= reverse {curves['reverse'][k].mean():.4f} fails")
@@ -85,22 +85,22 @@ def report(results):
     num_heads = len(next(iter(results.values()))["static"]) - 1
     quarter = num_heads // 4
     ks = range(1, num_heads)
-    print(f"'+' where order >= random mean ({digits.NUM_RANDOM} orders) >= reverse, at k = "
+    print(f"'+' where order >= random mean ({removal.NUM_RANDOM} orders) >= reverse, at k = "
           f"{ks.start}..{ks.stop - 1} heads removed of {num_heads}")
     print(f"{'seed':>4} {'order':<20} {'k: ' + ''.join(str(k % 10) for k in ks):<{num_heads + 3}} "
           f"{'holds at':>8} {'avg over k':>10}")
     holds = {name: np.zeros(len(ks), dtype=int) for name in SHOWN}
     for seed, curves in results.items():
         for name in SHOWN:
-            at_k = digits.ordering_holds(curves, name)
+            at_k = removal.ordering_holds(curves, name)
             holds[name] += at_k
             marks = "".join("+" if h else "." for h in at_k)
             print(f"{seed:>4} {name:<20} {'   ' + marks:<{num_heads + 3}} {at_k.sum():>5}/{len(ks)} "
-                  f"{'yes' if digits.ordering_holds_on_average(curves, name) else 'no':>10}")
+                  f"{'yes' if removal.ordering_holds_on_average(curves, name) else 'no':>10}")
     print(f"\nseeds (of {len(results)}) on which the ordering holds, at each k:")
     print(f"{'order':<20} " + " ".join(f"{k:>2}" for k in ks) + "   at every k")
     for name in SHOWN:
-        every = sum(digits.ordering_holds(c, name).all() for c in results.values())
+        every = sum(removal.ordering_holds(c, name).all() for c in results.values())
         print(f"{name:<20} " + " ".join(f"{n:>2}" for n in holds[name]) + f"   {every} of {len(results)}")
     print(f"\ntest accuracy (%) with {quarter} of {num_heads} heads removed (change from all heads):")
     print(f"{'seed':>4} {'all heads':>9} " + " ".join(f"{n:>19}" for n in SHOWN + ('random mean', 'reverse')))
@@ -110,18 +110,18 @@ def report(results):
         print(f"{seed:>4} {100 * base:9.2f} " + " ".join(f"{100 * c:11.2f} ({100 * (c - base):+5.2f})" for c in cells))
 
 
-def write(results, path=digits.RESULTS, num_random=digits.NUM_RANDOM):
+def write(results, path=digits.RESULTS, num_random=removal.NUM_RANDOM):
     """The curves as counts of correct test images (exact on any machine), with what made them."""
     n = len(digits.load_split("test")[1])
     data = {
         "made_by": "OMP_NUM_THREADS=1 .venv/bin/python bench/pruning.py --write",
-        **digits.machine(),
-        "test_images": n, "num_random": num_random, "orders": list(digits.ORDERS),
+        **removal.machine(),
+        "test_images": n, "num_random": num_random, "orders": list(removal.ORDERS),
         "seeds": {},
     }
     for seed, (curves, orders, raw) in results.items():
         data["seeds"][str(seed)] = {
-            "weights": digits.weights_path(seed).name, "sha256": digits.sha256(digits.weights_path(seed)),
+            "weights": digits.weights_path(seed).name, "sha256": removal.sha256(digits.weights_path(seed)),
             "importance": [[float(f"{v:.6g}") for v in row] for row in raw.tolist()],
             "orders": {name: [list(pair) for pair in order] for name, order in orders.items()},
             "correct": {name: np.rint(np.asarray(c) * n).astype(int).tolist() for name, c in curves.items()},

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lab import digits  # noqa: E402
+from lab import digits, removal  # noqa: E402
 from solutions.layer import MultiHeadAttention  # noqa: E402  (trained with the reference layer)
 
 SEED = 0
@@ -89,9 +89,9 @@ def train(epochs=EPOCHS, seed=SEED, threads=THREADS, verbose=False, max_steps=No
 def record(path, seed, seconds, accuracies):
     """Write ``path``'s entry in provenance.json: what produced these bits, and how well they do."""
     entries = json.loads(digits.PROVENANCE.read_text()) if digits.PROVENANCE.exists() else {}
-    here = digits.machine()
+    here = removal.machine()
     entries[Path(path).name] = {
-        "seed": seed, "sha256": digits.sha256(path),
+        "seed": seed, "sha256": removal.sha256(path),
         "torch": here["torch"], "python": platform.python_version(),
         "cpu": here["cpu"], "cpu_capability": here["cpu_capability"],
         "machine": platform.machine(), "threads": THREADS,
@@ -126,7 +126,7 @@ def main():
         committed = torch.load(path, weights_only=True)
         diff = max((committed[k] - state[k]).abs().max().item() for k in state)
         produced = json.loads(digits.PROVENANCE.read_text()).get(path.name, {}) if digits.PROVENANCE.exists() else {}
-        here = digits.machine()
+        here = removal.machine()
         print(f"committed weights: made with torch {produced.get('torch', '?')} on {produced.get('cpu', '?')} "
               f"({produced.get('cpu_capability', '?')}); here torch {here['torch']} on {here['cpu']} "
               f"({here['cpu_capability']})")

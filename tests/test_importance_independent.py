@@ -1,6 +1,6 @@
 """The reference ``head_importance`` (``solutions/pruning.py``) checked by two routes that share
 none of its code: central finite differences of the loss in each gate, and every example's
-gate gradient read off the activations at ``W_o``'s input (``digits.gate_gradients``, which
+gate gradient read off the activations at ``W_o``'s input (``removal.gate_gradients``, which
 chapter 6 and ``bench/pruning.py`` use for speed).
 
 The small model is the lab's architecture at another size (2 layers of 3 heads, d_model 12),
@@ -13,7 +13,7 @@ import copy
 import pytest
 import torch
 
-from lab import digits
+from lab import digits, removal
 from solutions.layer import MultiHeadAttention
 from solutions.pruning import head_importance
 
@@ -83,11 +83,11 @@ def test_activation_route_equals_the_reference(small, examples, removed):
     x, y = examples
     mask = digits.mask_without(removed, small.num_layers, small.num_heads).double()
     reference = head_importance(small, _one_per_batch(x, y), digits.loss_fn, normalize=False, head_mask=mask)
-    by_activations = digits.importance_from_activations(small, [(x[:2], y[:2]), (x[2:], y[2:])],
+    by_activations = removal.importance_from_activations(small, [(x[:2], y[:2]), (x[2:], y[2:])],
                                                         normalize=False, head_mask=mask)
     torch.testing.assert_close(by_activations, reference.double(), **REFERENCE_TOLERANCE)
     # Per example too, with the sign: the gradients themselves, not only their mean size.
-    per_example = digits.gate_gradients(small, x, y, head_mask=mask)  # (N, L, H)
+    per_example = removal.gate_gradients(small, x, y, head_mask=mask)  # (N, L, H)
     assert per_example.shape == (5, small.num_layers, small.num_heads)
     for i in range(len(y)):
         gate = mask.clone().requires_grad_(True)
@@ -100,17 +100,17 @@ def test_activation_route_equals_the_reference_on_the_lab_model():
     x, y = digits.load_split("val")
     x, y = x[:60], y[:60]
     reference = head_importance(model, _one_per_batch(x, y), digits.loss_fn, normalize=True)
-    by_activations = digits.importance_from_activations(model, [(x, y)], normalize=True)
+    by_activations = removal.importance_from_activations(model, [(x, y)], normalize=True)
     torch.testing.assert_close(by_activations, reference, **LAB_TOLERANCE)
-    assert digits.order_by_score(by_activations) == digits.order_by_score(reference)
+    assert removal.order_by_score(by_activations) == removal.order_by_score(reference)
 
 
 def test_activation_route_leaves_the_model_alone_and_refuses_soft_gates(small, examples):
     x, y = examples
     before = copy.deepcopy(small.state_dict())
-    digits.gate_gradients(small, x, y)
+    removal.gate_gradients(small, x, y)
     assert all(torch.equal(before[k], v) for k, v in small.state_dict().items())
     assert all(p.grad is None for p in small.parameters())
     assert all(not a.W_o._forward_hooks for a in small.attention_layers)  # its hooks are gone
     with pytest.raises(ValueError, match="zeros and ones"):
-        digits.gate_gradients(small, x, y, head_mask=torch.full((2, 3), 0.5, dtype=torch.float64))
+        removal.gate_gradients(small, x, y, head_mask=torch.full((2, 3), 0.5, dtype=torch.float64))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from lab import digits
+from lab import digits, removal
 from solutions.layer import MultiHeadAttention
 from solutions.pruning import head_importance, prune_heads
 
@@ -74,7 +74,7 @@ def test_every_seed_has_weights_recorded_with_what_made_them():
     for seed in digits.SEEDS:
         path = digits.weights_path(seed)
         entry = entries[path.name]
-        assert entry["seed"] == seed and entry["sha256"] == digits.sha256(path), f"{path.name}: stale entry"
+        assert entry["seed"] == seed and entry["sha256"] == removal.sha256(path), f"{path.name}: stale entry"
         assert entry["torch"] and entry["cpu"] and entry["cpu_capability"], f"{path.name}: machine not recorded"
 
 
@@ -113,8 +113,8 @@ def test_head_mask_of_ones_changes_nothing_and_zeros_remove_the_heads(model, val
 
 def test_cached_pruning_curves_equal_plain_evaluation(model):
     x, y = digits.load_split("test")
-    orders = digits.random_orders(model.num_layers, model.num_heads, num_orders=3, seed=1)
-    curves = digits.pruning_curves(model, orders, x, y)
+    orders = removal.random_orders(model.num_layers, model.num_heads, num_orders=3, seed=1)
+    curves = removal.pruning_curves(model, orders, x, y)
     plain = [[digits.accuracy(model, x, y, digits.mask_without(order[:k], model.num_layers, model.num_heads))
               for k in range(len(order) + 1)] for order in orders]
     np.testing.assert_array_equal(curves, np.array(plain))
@@ -124,31 +124,31 @@ def test_orders_are_permutations_of_every_head(model, val):
     pairs = {(l, h) for l in range(model.num_layers) for h in range(model.num_heads)}
     batches = digits.batches(*val, batch_size=90)
     scores = head_importance(model, batches, digits.loss_fn)
-    static = digits.order_by_score(scores)
+    static = removal.order_by_score(scores)
     assert set(static) == pairs and len(static) == len(pairs)
     assert all(scores[a] <= scores[b] for a, b in zip(static, static[1:]))
-    iterative = digits.iterative_order(model, head_importance, batches)
+    iterative = removal.iterative_order(model, head_importance, batches)
     assert set(iterative) == pairs and len(iterative) == len(pairs)
     assert iterative[0] == static[0]  # nothing removed yet: the same first choice
 
 
 @pytest.fixture(scope="module")
 def shipped():
-    return digits.load_results()
+    return removal.load_results()
 
 
 def test_shipped_curves_are_reproduced_on_the_committed_weights(shipped):
     """Seed 0's named orders and its first 5 random orders, recomputed here: the same test
     accuracies within two images at every point (an image is 1/450)."""
     meta, results = shipped
-    assert set(results) == set(digits.SEEDS) and meta["orders"] == list(digits.ORDERS)
+    assert set(results) == set(digits.SEEDS) and meta["orders"] == list(removal.ORDERS)
     model = digits.load_model(MultiHeadAttention)
     x, y = digits.load_split("test")
     curves = results[0]
-    orders = [curves["orders"][name] for name in digits.ORDERS]
-    orders += digits.random_orders(model.num_layers, model.num_heads, num_orders=5, seed=0)
-    here = digits.pruning_curves(model, orders, x, y)
-    there = np.array([curves[name] for name in digits.ORDERS] + list(curves["random"][:5]))
+    orders = [curves["orders"][name] for name in removal.ORDERS]
+    orders += removal.random_orders(model.num_layers, model.num_heads, num_orders=5, seed=0)
+    here = removal.pruning_curves(model, orders, x, y)
+    there = np.array([curves[name] for name in removal.ORDERS] + list(curves["random"][:5]))
     assert np.abs(here - there).max() <= IMAGES_OF_ROUNDING / len(y) + 1e-6
 
 
@@ -159,7 +159,7 @@ def test_shipped_orders_are_the_importance_orders_of_the_weights(shipped):
     val = digits.batches(*digits.load_split("val"), batch_size=1)
     scores = head_importance(model, val, digits.loss_fn, normalize=False)
     np.testing.assert_allclose(scores.numpy(), results[0]["importance"], rtol=1e-4)
-    assert digits.order_by_score(scores) == results[0]["orders"]["static"]
+    assert removal.order_by_score(scores) == results[0]["orders"]["static"]
 
 
 def test_shipped_curves_say_what_the_chapter_says(shipped):
@@ -169,21 +169,21 @@ def test_shipped_curves_say_what_the_chapter_says(shipped):
     _, results = shipped
     for seed, curves in results.items():
         for name in ("static", "iterative"):
-            assert digits.ordering_holds_on_average(curves, name), f"seed {seed}, {name}"
+            assert removal.ordering_holds_on_average(curves, name), f"seed {seed}, {name}"
 
 
 def test_ordering_checks_count_ties_as_holding_and_catch_swaps():
     n = 16
     curves = {"static": np.linspace(1.0, 0.1, n + 1), "reverse": np.linspace(1.0, 0.1, n + 1) - 0.1,
               "random": np.stack([np.linspace(1.0, 0.1, n + 1) - 0.05] * 3)}
-    assert digits.ordering_holds(curves, "static").all() and len(digits.ordering_holds(curves, "static")) == n - 1
+    assert removal.ordering_holds(curves, "static").all() and len(removal.ordering_holds(curves, "static")) == n - 1
     curves["reverse"][5] = curves["random"].mean(0)[5]  # a tie holds
-    assert digits.ordering_holds(curves, "static").all()
+    assert removal.ordering_holds(curves, "static").all()
     curves["reverse"][5] += 0.01
-    assert digits.ordering_holds(curves, "static").tolist() == [k != 5 for k in range(1, n)]
-    assert digits.ordering_holds_on_average(curves, "static")
+    assert removal.ordering_holds(curves, "static").tolist() == [k != 5 for k in range(1, n)]
+    assert removal.ordering_holds_on_average(curves, "static")
     curves["static"][1:-1] = 0.0
-    assert not digits.ordering_holds_on_average(curves, "static")
+    assert not removal.ordering_holds_on_average(curves, "static")
 
 
 def test_the_bench_reports_a_seed_whose_average_ordering_fails():
@@ -338,7 +338,7 @@ def test_across_seeds_counts_models_and_points():
     bad = copy.deepcopy(good)
     bad["static"][15] = bad["random"].mean(0)[15] - 0.01  # one head left: the ordering fails there
     bad["importance"] = bad["importance"][::-1]  # importance rising with depth
-    holding, numbers = digits.across_seeds({0: good, 1: bad}, quarter=4)
+    holding, numbers = removal.across_seeds({0: good, 1: bad}, quarter=4)
     assert holding["static"].shape == (2, n - 1) and holding["static"].sum() == 2 * (n - 1) - 1
     assert (numbers["num_seeds"], numbers["every_k_static"], numbers["on_average_static"]) == (2, 1, 2)
     assert numbers["static_failing_k"] == [15] and numbers["most_heads_left_at_failures"] == 1
