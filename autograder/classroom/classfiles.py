@@ -4,18 +4,13 @@ roster), the gradebook and feedback files, and the anonymised copies to share.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..spec import POINTS
 from . import files, gradebook
 
-if TYPE_CHECKING:
-    from .batch import BatchResult
-
-# ------------------------------------------------------------------------------ class files
 
 def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, late, warn,
-               result: BatchResult) -> list[dict]:
+               result) -> list[dict]:
     """One row per learner: the roster's (in its order) or the submitters', with late penalties."""
     if roster is None:
         people = [gradebook.Learner(name, {}, (name,)) for name in sorted(reports)]
@@ -94,7 +89,7 @@ def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], ass
                            feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
 
 
-def write_anonymous(out: Path, rows: list[dict], result: BatchResult, seed: int) -> None:
+def write_anonymous(out: Path, rows: list[dict], result, seed: int) -> None:
     """``anonymous/``: grades, summary and similarity with each learner id replaced by a
     pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
     from . import similarity as sim
