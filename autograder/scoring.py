@@ -199,7 +199,9 @@ def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]]) -> str:
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
     if 0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad):
         condition, hint = ladder[first_bad]
-        parts.append(f"Correct for {ladder[first_bad - 1][0]}; fails when {condition}" + (f": {hint}." if hint else "."))
+        passed = [name for name, _ in ladder[:first_bad]]  # the rungs climbed so far, simplest first
+        passed = passed[0] if len(passed) == 1 else ", ".join(passed[:-1]) + " and " + passed[-1]
+        parts.append(f"Correct on {passed}; fails on {condition}" + (f": {hint}." if hint else "."))
     return " ".join(parts)
 
 

@@ -96,7 +96,7 @@ class Exercise:
     memory_mb: int = 2048
     # The case ladder: ``(what the inputs of rung r add, what the code must then do)``, from
     # the simplest input up. A report says the last rung that passed and the first that failed
-    # ("correct for E = kdim = vdim; fails when kdim != E: W_k maps kdim to E").
+    # ("Correct on E = kdim = vdim; fails on kdim != E: W_k maps kdim to E").
     ladder: tuple[tuple[str, str], ...] = ()
 
     @property

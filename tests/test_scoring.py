@@ -132,7 +132,7 @@ def test_a_harness_that_cannot_run_the_pruned_layer_says_so_and_names_the_dtype(
     assert float32.passed
     assert "W_q.weight is 'float32', expected 'float64'" in float64.feedback, float64.feedback
     assert "is a str" not in result.feedback
-    assert "Correct for a float32 layer pruned once; fails when a float64 layer" in result.feedback
+    assert "Correct on a float32 layer pruned once; fails on a float64 layer" in result.feedback
 
 
 def test_every_cause_is_named_once_with_its_count():
@@ -166,7 +166,7 @@ def test_the_ladder_names_the_rung_that_fails():
             super().__init__(embed_dim, num_heads, bias=bias, dropout=dropout)
 
     result = judge.judge_in_process(EXERCISES["MultiHeadAttention"], IgnoresKdim)
-    assert "Correct for E = kdim = vdim and Lq = Lk; fails when kdim != E, vdim != E and Lq != Lk: " \
+    assert "Correct on E = kdim = vdim and Lq = Lk; fails on kdim != E, vdim != E and Lq != Lk: " \
            "W_k maps kdim -> E" in result.feedback, result.feedback
 
 
