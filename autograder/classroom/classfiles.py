@@ -67,8 +67,8 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -
         report = row["report"] or {}
         scores = {e["id"]: e["score"] for e in report.get("exercises", [])}
         error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
-        w.writerow([rename(row["id"]), *(_points(scores.get(c, 0.0)) for c in columns), _points(row["score"]),
-                    row["late"], _points(row["final"]), _points(max_total), row["status"],
+        w.writerow([rename(row["id"]), *(gradebook.points(scores.get(c, 0.0)) for c in columns), gradebook.points(row["score"]),
+                    row["late"], gradebook.points(row["final"]), gradebook.points(max_total), row["status"],
                     row["submitted"], error])
     return f.getvalue()
 
@@ -106,7 +106,3 @@ def write_anonymous(out: Path, rows: list[dict], result, seed: int) -> None:
 
 def _file_name(learner: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in learner) or "_"
-
-
-def _points(x: float) -> str:
-    return f"{float(x):.2f}".rstrip("0").rstrip(".")

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import html
 
-
-def _points(x: float) -> str:
-    return f"{float(x):.2f}".rstrip("0").rstrip(".")
+from .gradebook import points
 
 
 def _cell(text: str) -> str:
@@ -26,8 +24,8 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
     if report is None:
         lines += ["No submission was received.", ""]
         return "\n".join(lines)
-    lines += [f"**Score: {_points(row['final'])} / {_points(report.get('max_score', 100))}**"
-              + (f" (graded {_points(report.get('score', 0))}; {row['late']})" if row.get("late") else ""), ""]
+    lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
+              + (f" (graded {points(report.get('score', 0))}; {row['late']})" if row.get("late") else ""), ""]
     if report.get("error"):
         lines += [f"The grader could not grade this submission: {_cell(report['error'].splitlines()[0])}", ""]
     intake = report.get("intake") or {}
@@ -38,7 +36,7 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
     for ex in report.get("exercises", []):
-        lines.append(f"| `{ex['id']}` | {_points(ex['score'])}/{_points(ex['max_score'])} | {ex['status']} "
+        lines.append(f"| `{ex['id']}` | {points(ex['score'])}/{points(ex['max_score'])} | {ex['status']} "
                      f"| {_cell('<br>'.join(_findings(ex))) or '-'} |")
     lines += ["", "Cases are drawn at random and kept hidden; the self-check in the course "
                   "(`check(...)`) uses practice cases of the same kinds.", ""]
@@ -79,4 +77,3 @@ def scrub(text: str, secrets: list[str]) -> str:
     for s in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
         text = text.replace(s, "…")
     return text
-

@@ -25,6 +25,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+
+def points(x: float) -> str:
+    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``."""
+    return f"{float(x):.2f}".rstrip("0").rstrip(".")
+
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 DAY = 86400.0
 

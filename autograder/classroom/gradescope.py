@@ -20,16 +20,13 @@ import sys
 from pathlib import Path
 
 from ..spec import POINTS
+from .gradebook import points
 
 DETAILS_VISIBILITY = "after_published"
 
 
 def _round(x: float) -> float:
     return round(float(x), 2)
-
-
-def _points(x: float) -> str:
-    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def results(report: dict, intake: str = "") -> dict:
@@ -41,7 +38,7 @@ def results(report: dict, intake: str = "") -> dict:
         max_score = float(ex.get("max_score", POINTS.get(ex["id"], 0)))
         total += score
         cases = ex.get("cases", [])
-        lines = [f"{ex.get('status', 'error')}: {_points(score)}/{_points(max_score)} points"]
+        lines = [f"{ex.get('status', 'error')}: {points(score)}/{points(max_score)} points"]
         if ex.get("feedback"):
             lines.append(ex["feedback"])
         diagnoses: dict[str, list[str]] = {}
@@ -64,7 +61,7 @@ def results(report: dict, intake: str = "") -> dict:
                           "status": "failed", "output": _clean(detail, seed), "visibility": DETAILS_VISIBILITY})
     total = _round(total)
     max_total = sum(float(ex.get("max_score", 0)) for ex in report.get("exercises", []))
-    output = f"{_points(total)}/{_points(max_total)} points."
+    output = f"{points(total)}/{points(max_total)} points."
     if report.get("error"):
         output += f" The grader could not grade everything: {report['error']}"
     if intake:
