@@ -261,7 +261,8 @@ def _annotate(report: dict, learner: str, submission) -> None:
     report["learner"] = learner
     report["submission"] = learner
     if submission is not None:
-        report["intake"] = {"taken": list(submission.taken), "ignored": list(submission.ignored)}
+        # the pipeline's report says it already; an error report (grading failed) does not
+        report.setdefault("intake", {"taken": list(submission.taken), "ignored": list(submission.ignored)})
 
 
 # ------------------------------------------------------------------------------------- CLI
