@@ -26,7 +26,7 @@ SCRIPTS = ("setup.sh", "run_autograder")
 # What the grader imports, and their own dependencies (torch's are pinned here too: its CPU
 # index would otherwise pick their versions). Versions come from requirements.txt.
 GRADER_REQUIREMENTS = (
-    "numpy", "rich", "markdown-it-py", "mdurl", "Pygments", "landlockpy",
+    "numpy", "rich", "markdown-it-py", "mdurl", "Pygments", "landlockpy", "PyYAML",
     "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "Jinja2", "MarkupSafe", "fsspec",
     "scikit-learn", "scipy", "joblib", "threadpoolctl",
 )
