@@ -98,8 +98,9 @@ def test_the_debian_archive_keys_are_the_ones_python_sh_names():
     gpg = shutil.which("gpg")
     if gpg is None:
         pytest.skip("gpg is not installed")
-    shown = subprocess.run([gpg, "--show-keys", "--with-colons", str(ROOT / "gradescope" / "debian-archive-keys.asc")],
-                           capture_output=True, text=True, check=True).stdout
+    keys = ROOT / "gradescope" / "debian-archive-keys.asc"
+    shown = subprocess.run([gpg, "--show-keys", "--with-colons", str(keys)], capture_output=True, text=True,
+                           check=True).stdout
     primary, key = [], None
     for fields in (line.split(":") for line in shown.splitlines()):
         key = fields[0] if fields[0] in ("pub", "sub") else key

@@ -7,6 +7,7 @@ The export is built as Gradescope lays it out (one top folder, ``submission_<id>
 itself is the instant stand-in of tests/test_batch.py.
 """
 import csv
+import shutil
 import textwrap
 
 import pytest
@@ -143,15 +144,16 @@ def test_the_roster_matches_sids_and_emails(tmp_path, monkeypatch, capsys):
     ("no_time", "submission_271002: :created_at: None is not a date and time"),
     ("bad_time", "'yesterday' is not a date and time"),
 ])
-def test_bad_metadata_is_one_warning_and_the_folders_keep_their_names(tmp_path, monkeypatch, capsys, case, why):
+def test_bad_metadata_is_one_warning_and_the_folders_keep_their_names(tmp_path, monkeypatch, capsys, case,
+                                                                       why):
     metadata = {
         "syntax": METADATA.replace("    submission_271003:", "    submission_271003: :\n   - ["),
         "not_a_table": "- submission_271001\n",
         "unlisted": METADATA[:METADATA.index("    submission_271003:")],
         "absent": METADATA + "    submission_999:\n      :submitters: []\n",
-        "no_submitters": METADATA.replace("      :submitters:\n      - :name: Ada Lovelace\n        :sid: '0100'\n"
-                                          "        :email: ada@example.edu\n        section_name: CS-101-A\n",
-                                          "      :submitters: []\n"),
+        "no_submitters": METADATA.replace(
+            "      :submitters:\n      - :name: Ada Lovelace\n        :sid: '0100'\n"
+            "        :email: ada@example.edu\n        section_name: CS-101-A\n", "      :submitters: []\n"),
         "no_ids": METADATA.replace(":sid: '0100'", ":sid: ''").replace(":email: ada@example.edu", ":email:"),
         "twice": METADATA.replace(":sid: '0100'", ":sid: '0300'"),
         "no_time": METADATA.replace("      :created_at: 2026-03-03 11:59:00.000000000 Z\n", ""),
@@ -167,3 +169,12 @@ def test_bad_metadata_is_one_warning_and_the_folders_keep_their_names(tmp_path, 
     assert sorted(_grades(out)) == ["submission_271001", "submission_271002", "submission_271003"]
     # Its times are not trusted either: the file times (today) say late, :created_at: said on time.
     assert _grades(out)["submission_271001"]["status"] == "late"
+
+
+def test_the_export_zip_itself_is_refused_with_what_to_do(tmp_path, capsys):
+    download = _export(tmp_path)
+    archive = shutil.make_archive(str(tmp_path / "submissions"), "zip", download)
+    assert batch.main([archive, "--out", str(tmp_path / "out"), "--quiet", "--unconfined"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a zip: unzip it and give its folder" in err
+    assert not (tmp_path / "out").exists()

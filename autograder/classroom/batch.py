@@ -144,6 +144,9 @@ def check_command(directory: Path, out: Path, jobs: int,
     directory, out = Path(directory), Path(out)
     if jobs < 1:
         raise BatchError(f"--jobs must be at least 1, not {jobs}")
+    if directory.suffix.lower() == ".zip" and directory.is_file():
+        raise BatchError(f"{directory} is a zip: unzip it and give its folder (Gradescope's export unzips to "
+                         "assignment_<id>_export/, with submission_metadata.yml)")
     if not directory.is_dir():
         raise BatchError(f"{directory} is not a directory of submissions")
     d, o = directory.resolve(), out.resolve()
@@ -174,8 +177,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     console = console or Console(stderr=True)
 
     def warn(message: str) -> None:
-        console.print(f"mha-grade batch: {message}", style="yellow", markup=False, highlight=False, emoji=False,
-                      soft_wrap=True)
+        # one line as written: not wrapped, and no ":email:" turned into an emoji
+        console.print(f"mha-grade batch: {message}", style="yellow", markup=False, highlight=False,
+                      emoji=False, soft_wrap=True)
 
     start = time.perf_counter()
     out = Path(out)
