@@ -67,7 +67,9 @@ def read_export(root: Path, folders: dict[str, Path], warn) -> Export | None:
 
     file = Path(root) / METADATA
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
+        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
+        data = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return _export(Path(root), data, folders)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ExportError) as err:
         why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
