@@ -1,7 +1,8 @@
 """Build the Gradescope autograder bundle: ``make gradescope`` -> ``dist/gradescope_autograder.zip``.
 
 Gradescope's autograder specification: a zip with ``setup.sh`` (run once, as root, to build
-the image) and ``run_autograder`` (run per submission) at its top. Gradescope unpacks it in
+the image; its ``python.sh`` finds or fetches a final Python >= 3.11.2) and ``run_autograder``
+(run per submission) at its top. Gradescope unpacks it in
 ``/autograder/source``, the submission arrives in ``/autograder/submission`` and the grade
 must be written to ``/autograder/results/results.json``. Ours holds, besides those two
 scripts (``gradescope/``): the grader (``autograder/``), the reference solutions
@@ -22,11 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("autograder", "solutions", "mha_exercises", "lab")
-SCRIPTS = ("setup.sh", "run_autograder")
+SCRIPTS = ("setup.sh", "run_autograder", "python.sh")
+# Debian's archive keys: python.sh checks Debian 12's python3.11 against them (Ubuntu 22.04 images).
+DATA = ("debian-archive-keys.asc",)
 # What the grader imports, and their own dependencies (torch's are pinned here too: its CPU
 # index would otherwise pick their versions). Versions come from requirements.txt.
 GRADER_REQUIREMENTS = (
-    "numpy", "rich", "markdown-it-py", "mdurl", "Pygments", "landlockpy",
+    "numpy", "rich", "markdown-it-py", "mdurl", "Pygments", "landlockpy", "PyYAML",
     "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "Jinja2", "MarkupSafe", "fsspec",
     "scikit-learn", "scipy", "joblib", "threadpoolctl",
 )
@@ -67,6 +70,8 @@ def build(out: Path, seed: int) -> Path:
     with zipfile.ZipFile(out, "w") as z:
         for script in SCRIPTS:
             _add(z, script, (ROOT / "gradescope" / script).read_bytes(), executable=True)
+        for name in DATA:
+            _add(z, name, (ROOT / "gradescope" / name).read_bytes())
         for rel in package_files():
             _add(z, rel.as_posix(), (ROOT / rel).read_bytes())
         _add(z, "requirements-grader.txt", pinned_requirements().encode())

@@ -7,6 +7,7 @@ Gradescope, the learner's code must not be able to read the solutions or the hid
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -83,13 +84,33 @@ def test_bundle_follows_gradescope_layout(bundle):
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
         requirements = z.read("requirements-grader.txt").decode().splitlines()
         assert z.read("seed").decode().strip() == "4242"
-    assert {"setup.sh", "run_autograder", "autograder/cli.py", "autograder/isolation/worker.py",
-            "solutions/attention.py", "mha_exercises/attention.py"} <= names
-    assert modes["setup.sh"] == modes["run_autograder"] == 0o755
+    assert {"setup.sh", "run_autograder", "python.sh", "debian-archive-keys.asc", "autograder/cli.py",
+            "autograder/isolation/worker.py", "solutions/attention.py", "mha_exercises/attention.py"} <= names
+    assert modes["setup.sh"] == modes["run_autograder"] == modes["python.sh"] == 0o755
     assert not any("__pycache__" in n for n in names)
     pins = [r for r in requirements if r and not r.startswith("#")]
     assert pins and all("==" in r for r in pins)
     assert "torch==2.13.0" in (ROOT / "gradescope" / "setup.sh").read_text()
+
+
+def test_the_debian_archive_keys_are_the_ones_python_sh_names():
+    """python.sh trusts Debian 12's python3.11 (Ubuntu 22.04 images) by these keys only."""
+    gpg = shutil.which("gpg")
+    if gpg is None:
+        pytest.skip("gpg is not installed")
+    keys = ROOT / "gradescope" / "debian-archive-keys.asc"
+    shown = subprocess.run([gpg, "--show-keys", "--with-colons", str(keys)], capture_output=True, text=True,
+                           check=True).stdout
+    primary, key = [], None
+    for fields in (line.split(":") for line in shown.splitlines()):
+        key = fields[0] if fields[0] in ("pub", "sub") else key
+        if fields[0] == "fpr" and key == "pub":
+            primary.append(fields[9])
+            key = None  # the primary key's own fingerprint only, not its subkeys'
+    named = (ROOT / "gradescope" / "python.sh").read_text()
+    assert len(primary) == 2
+    for fingerprint in primary:
+        assert " ".join(fingerprint[i:i + 4] for i in range(0, 40, 4)) in named
 
 
 @needs_seed_file

@@ -2,7 +2,9 @@
 
 DIR holds one submission per learner, a folder, a ``.zip`` or a notebook named by the
 learner's id; inside it the exercise files are found wherever they are
-(:mod:`autograder.submission`). OUT receives:
+(:mod:`autograder.submission`). DIR may also be Gradescope's "Export Submissions", unzipped
+(:mod:`.gradescope_export`): its submissions are then named by the submitters' ids, with their
+submission times. OUT receives:
 
 * ``grades.csv``: a row per learner (every learner of ``--roster``, "no submission" when
   nothing came), points per exercise, total, late penalty, final score, status;
@@ -43,7 +45,7 @@ from typing import Callable
 
 from .. import __version__
 from ..spec import POINTS
-from . import files, gradebook
+from . import files, gradebook, gradescope_export
 from .classfiles import class_rows, write_anonymous, write_class_files
 from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
 
@@ -135,11 +137,16 @@ def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> in
 
 # ----------------------------------------------------------------------------------- batch
 
-def check_command(directory: Path, out: Path, jobs: int) -> dict[str, Path]:
-    """The submissions of ``directory``, or BatchError naming why the command cannot be right."""
+def check_command(directory: Path, out: Path, jobs: int,
+                  warn=lambda message: None) -> tuple[dict[str, Path], gradescope_export.Export | None]:
+    """The submissions of ``directory`` (and its Gradescope export, if it is one), or
+    BatchError naming why the command cannot be right."""
     directory, out = Path(directory), Path(out)
     if jobs < 1:
         raise BatchError(f"--jobs must be at least 1, not {jobs}")
+    if directory.suffix.lower() == ".zip" and directory.is_file():
+        raise BatchError(f"{directory} is a zip: unzip it and give its folder (Gradescope's export unzips to "
+                         "assignment_<id>_export/, with submission_metadata.yml)")
     if not directory.is_dir():
         raise BatchError(f"{directory} is not a directory of submissions")
     d, o = directory.resolve(), out.resolve()
@@ -148,10 +155,12 @@ def check_command(directory: Path, out: Path, jobs: int) -> dict[str, Path]:
                          "its files would be read as submissions; choose another --out")
     if o in d.parents:
         raise BatchError(f"the class folder {directory} is inside the output folder {out}; choose another --out")
-    submissions = find_submissions(directory)
+    root = gradescope_export.export_root(directory, SKIP)
+    submissions = find_submissions(root or directory)
     if not submissions:
         raise BatchError(f"no submissions in {directory}: expected one folder, .zip or .ipynb per learner")
-    return submissions
+    export = gradescope_export.read_export(root, submissions, warn) if root else None
+    return (export.submissions if export else submissions), export
 
 
 def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False, similarity: bool = False,
@@ -168,11 +177,13 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     console = console or Console(stderr=True)
 
     def warn(message: str) -> None:
-        console.print(f"mha-grade batch: {message}", style="yellow", markup=False, highlight=False)
+        # one line as written: not wrapped, and no ":email:" turned into an emoji
+        console.print(f"mha-grade batch: {message}", style="yellow", markup=False, highlight=False,
+                      emoji=False, soft_wrap=True)
 
     start = time.perf_counter()
     out = Path(out)
-    submissions = check_command(directory, out, jobs)
+    submissions, export = check_command(directory, out, jobs, warn)
     learners = gradebook.read_roster(roster) if roster else None  # before anything is written
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
@@ -232,7 +243,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                                          exercises=exercises, seed=seed, timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, submissions, learners, late, warn, result)
+    rows = class_rows(reports, submissions, learners, late, warn, result, export)
     write_class_files(out, rows, reports, assignment, seed)
 
     from . import summary
@@ -269,8 +280,9 @@ def _annotate(report: dict, learner: str, submission) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mha-grade batch", description=(
-        "Grade every submission of DIR (one folder, .zip or .ipynb per learner, named by learner id) in "
-        "parallel; write grades.csv, canvas.csv, a feedback file per learner and a class summary."))
+        "Grade every submission of DIR (one folder, .zip or .ipynb per learner, named by learner id; or "
+        "Gradescope's Export Submissions, unzipped) in parallel; write grades.csv, canvas.csv, a feedback "
+        "file per learner and a class summary."))
     parser.add_argument("directory", type=Path, metavar="DIR")
     parser.add_argument("--out", type=Path, required=True, metavar="OUT", help="output folder (not inside DIR)")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)

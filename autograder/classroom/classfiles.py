@@ -10,21 +10,26 @@ from . import files, gradebook
 
 
 def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, late, warn,
-               result) -> list[dict]:
-    """One row per learner: the roster's (in its order) or the submitters', with late penalties."""
+               result, export=None) -> list[dict]:
+    """One row per learner: the roster's (in its order) or the submitters', with late penalties.
+    A submission is its submitters' (a Gradescope export's group has several, who share its
+    report), or else the learner's it is named for."""
+    submitters = export.submitters if export else {}
+    claims = [(name, who) for name in sorted(reports)
+              for who in submitters.get(name) or [gradebook.Learner(name, {}, (name,))]]
     if roster is None:
-        people = [gradebook.Learner(name, {}, (name,)) for name in sorted(reports)]
-        owner = {name: name for name in reports}
+        people = sorted((who for _, who in claims), key=lambda who: who.id)
+        owner = {who.id: who.id for _, who in claims}
     else:
-        owner, strangers = gradebook.match_roster(roster, list(reports))
+        owner, strangers = gradebook.match_roster(roster, [who for _, who in claims])
         if strangers:
             warn(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
-        people = list(roster) + [gradebook.Learner(s, {}, (s,)) for s in strangers]
+        people = list(roster) + [who for _, who in claims if who.id in strangers]
         for s in strangers:
             owner[s] = s
-    by_person = {}
-    for name, who in owner.items():
-        by_person[who] = name
+    by_person = {}  # person -> the submission of theirs
+    for name, who in claims:
+        by_person[owner[who.id]] = name
     rows = []
     for person in people:
         name = by_person.get(person.id)
@@ -35,7 +40,8 @@ def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, l
             result.missing.append(person.id)
             row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
         else:
-            when, source = gradebook.submitted_at(submissions[name])
+            created = export.created.get(name) if export else None
+            when, source = gradebook.submitted_at(submissions[name], created)
             score = float(report.get("score", 0.0))
             final, days, why = late.apply(score, when) if late else (score, 0.0, "")
             report["late"] = {"submitted_at": when.isoformat() if when else None, "source": source,

@@ -2,10 +2,12 @@
 
 * **Roster** (``--roster FILE``): one learner id per line, or a gradebook CSV exported from
   Canvas (its ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID`` and ``Section`` columns;
-  a submission folder is matched to a row by any of the three ids). Every learner on it gets
-  a row, "no submission" when nothing was handed in.
+  a submission is matched to a row by any of the three ids, or, from a Gradescope export, by
+  its submitter's sid or email). Every learner on it gets a row, "no submission" when nothing
+  was handed in.
 * **Lateness** (``--deadline``, ``--late-penalty``, ``--late-cutoff``): the submission time is
-  Gradescope's ``created_at`` when the learner's folder holds its ``submission_metadata.json``,
+  Gradescope's ``created_at``, from the class's export (``submission_metadata.yml``, read by
+  :mod:`.gradescope_export`) or from the ``submission_metadata.json`` in a learner's folder,
   otherwise the newest modification time of the submission's files. A penalty of P percent of
   the score per started day late, and/or a cutoff after which the score is 0.
 * **Canvas CSV** (``canvas.csv``): Canvas's gradebook import layout: the identifying columns
@@ -79,16 +81,22 @@ def read_roster(path: Path) -> list[Learner]:
     return learners
 
 
-def match_roster(roster: list[Learner], submitted: list[str]) -> tuple[dict[str, str], list[str]]:
-    """``({submission name: roster id}, [submissions not on the roster])``."""
-    alias = {a: l.id for l in roster for a in l.aliases}
+def match_roster(roster: list[Learner], submitters: list[Learner]) -> tuple[dict[str, str], list[str]]:
+    """``({submitter id: roster id}, [submitters not on the roster])``: a submitter is on the
+    roster when any of its ids (a folder name, or a sid and an email) is one of a row's."""
+    alias = {_same(a): l.id for l in roster for a in l.aliases}
     matched, strangers = {}, []
-    for name in submitted:
-        if name in alias:
-            matched[name] = alias[name]
+    for who in submitters:
+        found = [alias[_same(a)] for a in who.aliases if _same(a) in alias]
+        if found:
+            matched[who.id] = found[0]
         else:
-            strangers.append(name)
+            strangers.append(who.id)
     return matched, strangers
+
+
+def _same(alias: str) -> str:
+    return alias.casefold() if "@" in alias else alias  # an email's case means nothing
 
 
 # ------------------------------------------------------------------------------- lateness
@@ -123,13 +131,27 @@ def parse_time(text: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def submitted_at(path: Path) -> tuple[datetime | None, str]:
-    """When ``path`` was handed in, and where that time comes from."""
+def gradescope_time(value) -> datetime:
+    """Gradescope's ``created_at``: an ISO 8601 text (``submission_metadata.json``) or, as
+    ``yaml.safe_load`` reads the export's ``2026-03-01 22:58:05.746365000 Z``, a datetime."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a date and time")
+    return parse_time(value.replace(" Z", "Z"))
+
+
+def submitted_at(path: Path, created_at=None) -> tuple[datetime | None, str]:
+    """When ``path`` was handed in, and where that time comes from: ``created_at`` when the
+    class's export gives it, else the one of the folder's ``submission_metadata.json``, else
+    the newest file time."""
     path = Path(path)
+    if created_at is not None:
+        return gradescope_time(created_at), "submission_metadata.yml"
     meta = path / "submission_metadata.json" if path.is_dir() else None
     if meta and meta.is_file():
         try:
-            return parse_time(json.loads(meta.read_text())["created_at"]), "submission_metadata.json"
+            return gradescope_time(json.loads(meta.read_text())["created_at"]), "submission_metadata.json"
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable: the file times below
     if path.is_dir():

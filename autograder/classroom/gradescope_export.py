@@ -1,0 +1,132 @@
+"""Gradescope's "Export Submissions", graded as a class: ``mha-grade batch EXPORT_DIR``.
+
+Unzipped, the export is one top folder (``assignment_<id>_export/``) holding a folder per
+submission, ``submission_<id>/``, with the files as uploaded, and ``submission_metadata.yml``,
+which says whose each folder is and when it came::
+
+    submission_123:
+      :submitters:
+      - :name: Ada Lovelace
+        :sid: '100'
+        :email: ada@example.edu
+      :created_at: 2026-03-01 22:58:05.746365000 Z
+      :score: 17.5
+
+(Ruby symbols as keys: ``yaml.safe_load`` reads ``:submitters:`` as the string
+``":submitters"``; a group submission lists several submitters.) A submission is then named
+by its submitters' student ids (an email where the sid is empty; a group's joined by ``+``),
+every submitter gets a row of ``grades.csv`` with the group's report, the roster matches
+sids or emails, and ``:created_at:`` is the submission time of the late policy.
+
+A metadata file that cannot be read or that does not fit the folders beside it (a folder it
+does not list, or lists but is not there; a submitter without sid and email; a learner in two
+submissions; a time that is not one) is named in a one-line warning, and the folders keep
+their own names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from .gradebook import Learner, gradescope_time
+
+METADATA = "submission_metadata.yml"
+_SAFE = set("-_.@+")
+
+
+class ExportError(ValueError):
+    """What does not fit in the metadata (one line, without the file's name)."""
+
+
+@dataclass
+class Export:
+    root: Path
+    submissions: dict[str, Path] = field(default_factory=dict)  # name (the submitters' ids) -> folder
+    submitters: dict[str, list[Learner]] = field(default_factory=dict)  # name -> who handed it in
+    created: dict[str, datetime] = field(default_factory=dict)  # name -> Gradescope's :created_at:
+
+
+def export_root(directory: Path, skip=()) -> Path | None:
+    """The folder holding ``submission_metadata.yml``: DIR itself, or its only folder (the
+    export's top folder, as unzipping it gives)."""
+    directory = Path(directory)
+    if (directory / METADATA).is_file():
+        return directory
+    folders = [p for p in directory.iterdir()
+               if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in skip]
+    if len(folders) == 1 and (folders[0] / METADATA).is_file():
+        return folders[0]
+    return None
+
+
+def read_export(root: Path, folders: dict[str, Path], warn) -> Export | None:
+    """The export of ``root``, whose submission folders are ``folders`` (by folder name);
+    None, after a warning naming the file, when its metadata cannot be used."""
+    import yaml
+
+    file = Path(root) / METADATA
+    try:
+        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
+        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
+        data = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return _export(Path(root), data, folders)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ExportError) as err:
+        why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
+            f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})"
+        warn(f"{file}: {why}; the submissions are named by their folders instead")
+        return None
+
+
+def _export(root: Path, data, folders: dict[str, Path]) -> Export:
+    if not isinstance(data, dict) or not data:
+        raise ExportError("not a table of submission folders")
+    unlisted = sorted(set(folders) - set(map(str, data)))
+    if unlisted:
+        raise ExportError(f"does not list {_some(unlisted)}")
+    export, seen = Export(root), {}
+    for folder, entry in data.items():
+        folder = str(folder)
+        if folder not in folders:
+            raise ExportError(f"lists {folder}, which is not a submission folder beside it")
+        if not isinstance(entry, dict):
+            raise ExportError(f"{folder}: not a table of :submitters: and :created_at:")
+        people = entry.get(":submitters")
+        if not isinstance(people, list) or not people:
+            raise ExportError(f"{folder}: no :submitters:")
+        learners = [_submitter(folder, p) for p in people]
+        for learner in learners:
+            if learner.id in seen:
+                raise ExportError(f"{learner.id} is a submitter of both {seen[learner.id]} and {folder}")
+            seen[learner.id] = folder
+        try:
+            created = gradescope_time(entry.get(":created_at"))
+        except ValueError as err:
+            raise ExportError(f"{folder}: :created_at: {err}") from None
+        name = "+".join(learner.id for learner in learners)
+        name = "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".") or "_"
+        if name in export.submissions:
+            raise ExportError(f"{folder} and another folder would both be named {name}")
+        export.submissions[name] = folders[folder]
+        export.submitters[name] = learners
+        export.created[name] = created
+    return export
+
+
+def _submitter(folder: str, person) -> Learner:
+    if not isinstance(person, dict):
+        raise ExportError(f"{folder}: a submitter is not a table of :name:, :sid: and :email:")
+
+    def text(key: str) -> str:
+        value = person.get(key)
+        return "" if value is None or isinstance(value, (dict, list)) else str(value).strip()
+
+    sid, email, name = text(":sid"), text(":email"), text(":name")
+    if not (sid or email):
+        raise ExportError(f"{folder}: submitter {name or '(no name)'} has neither :sid: nor :email:")
+    return Learner(sid or email, {"Student": name or sid or email, "SIS User ID": sid or email},
+                   tuple(i for i in (sid, email) if i))
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
