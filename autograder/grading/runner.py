@@ -203,7 +203,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
     outputs, ended, status = [None] * len(run.cases), "closed", None
     try:
         outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
-                                           [c.timeout for c in run.cases])
+                                           [c.timeout for c in run.cases], run.exercise.case_cpu)
     finally:
         if ended is None and run.child.reusable:
             idle.append(run.child)
@@ -218,6 +218,9 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
         else:
             why = "the run's time budget ran out during this exercise"
         missing = CaseError("timeout", why)
+    elif ended == "cpu":
+        missing = CaseError("timeout", f"this case used more than {run.exercise.case_cpu:g} s of CPU time "
+                                       "(an infinite loop, or far too slow)")
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")
     elif ended == "closed":
