@@ -137,6 +137,7 @@ class ExerciseResult:
     cases: list[CaseResult] = field(default_factory=list)
     feedback: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "graded with the reference split_heads"
+    cpu_seconds: float = 0.0  # CPU time of the learner's process on it, as the kernel counted it
 
 
 @dataclass

@@ -7,6 +7,7 @@ learner; a grader that crashes or overruns its submission's time costs only that
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import multiprocessing
 import os
@@ -95,8 +96,10 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None) ->
             # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
             # would hand the learner's children this process's pipe to the batch parent.
             state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
+        # One child at a time: the other graders keep the cores busy, and a submission then
+        # forks one child (a fork of the torch-sized zygote costs ~20 ms of CPU) instead of two.
         return runner.grade_submission(path, exercises=exercises, seed=seed, time_limit=time_limit,
-                                       zygote=state["zygote"])
+                                       zygote=state["zygote"], parallel=1)
 
     def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
         if state.get("pid") == os.getpid():
@@ -178,6 +181,9 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
     """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
     grade = grade or pipeline_grader()
     ctx = multiprocessing.get_context("fork")
+    # The graders share this process's pages (torch, the checks): frozen, the objects there
+    # are never walked by a grader's garbage collector, which would copy every page it touched.
+    gc.freeze()
     queue = list(jobs.items())
     graders: list[_Grader] = []
     for _ in range(max(1, min(n_jobs, len(queue)))):
