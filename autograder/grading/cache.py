@@ -93,7 +93,7 @@ def cases(exercise, seed: int, draw) -> list:
         return draw()
     path = where / version / f"{seed}-{exercise.id}-cases.bin"
     stored = _read(path, "cases")
-    if stored is not None:
+    if stored is not None and stored.get("for") == [exercise.id, seed]:  # not another's file renamed
         try:
             return [Case(name, driver, inputs, weight, rtol, atol, tuple(properties), timeout, rung)
                     for name, driver, inputs, weight, rtol, atol, properties, timeout, rung in stored["cases"]]
@@ -103,7 +103,7 @@ def cases(exercise, seed: int, draw) -> list:
     rows = [[c.name, c.driver, c.inputs, c.weight, c.rtol, c.atol, list(c.properties), c.timeout, c.rung]
             for c in drawn]
     if _same(protocol.decode(protocol.encode(rows)[8:]), rows):
-        _write(path, {"cases": rows})
+        _write(path, {"for": [exercise.id, seed], "cases": rows})
     return drawn
 
 
