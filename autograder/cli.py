@@ -8,7 +8,7 @@ The learner-side process (the zygote) is started before the grader imports its c
 the reference solutions: torch is imported once, here, and the zygote forked from this
 process then, so it holds no reference code and the grader needs no second torch import.
 Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
-as a program on Linux, ``mha-grade`` checks its options, then replaces itself (execve) by a
+as a program on Linux, ``mha-grade`` checks its options (the submission is read after), then replaces itself (execve) by a
 fresh interpreter whose command line and environment say nothing, which forks the zygote
 first and only then reads the options and the environment from a memory file. The seed is
 best given as ``--seed-file`` (a file only the grader can read), never seen by any other
@@ -131,9 +131,8 @@ class _Unusable(Exception):
     """The options or the submission cannot be graded (exit status 2)."""
 
 
-def _validate(args):
-    """The submission and the seed, or _Unusable saying why (before any process starts)."""
-    from . import submission as submission_mod
+def _validate(args, read_submission: bool = True):
+    """The submission (None if not ``read_submission``) and the seed, or _Unusable saying why."""
     from .spec import POINTS
 
     unknown = [e for e in args.exercise or () if e not in POINTS]
@@ -151,6 +150,10 @@ def _validate(args):
             seed = int(text)
         except ValueError:
             raise _Unusable(f"--seed-file {args.seed_file}: invalid int value {text[:20]!r}") from None
+    if not read_submission:
+        return None, seed
+    from . import submission as submission_mod
+
     try:
         return submission_mod.load(args.submission), seed
     except submission_mod.SubmissionError as err:
@@ -173,10 +176,11 @@ def _can_reexec() -> bool:
 
 
 def _check(argv: list[str]) -> int:
-    """Exit status 2 with the message for unusable options, before the exec; 0 if usable."""
+    """Exit status 2 with the message for unusable options, before the exec; 0 if usable.
+    The submission is read once, after the exec (its reader's imports cost every run)."""
     args = parser().parse_args(argv)  # exits 2 itself on a malformed command line
     try:
-        _validate(args)
+        _validate(args, read_submission=False)
     except _Unusable as err:
         print(f"mha-grade: {err}", file=sys.stderr)
         return 2

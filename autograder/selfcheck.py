@@ -75,7 +75,7 @@ def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str
     arrays: dict = {}
     data = {
         "id": exercise.id, "module": exercise.module, "points": exercise.points, "timeout": exercise.timeout,
-        "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED, "ladder": [list(r) for r in exercise.ladder],
+        "case_cpu": exercise.case_cpu, "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED, "ladder": [list(r) for r in exercise.ladder],
         "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays),
                    "weight": c.weight, "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties),
                    "timeout": c.timeout, "rung": c.rung,
@@ -136,11 +136,15 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
     child.start(job)
     try:
         outputs, ended = child.collect(len(cases), time.monotonic() + data["timeout"],
-                                       lambda *a: b"")  # no proxies: nothing to answer
+                                       lambda *a: b"",  # no proxies: nothing to answer
+                                       case_cpu=data.get("case_cpu"))
     finally:
         status = zygote.finish(child)
     if ended == "timeout":
         missing = CaseError("timeout", f"no result within {data['timeout']:g} s "
+                                       "(an infinite loop, or far too slow)")
+    elif ended == "cpu":
+        missing = CaseError("timeout", f"this case used more than {data['case_cpu']:g} s of CPU time "
                                        "(an infinite loop, or far too slow)")
     elif ended == "closed":
         missing = sandbox.describe_exit(status)

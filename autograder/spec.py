@@ -93,6 +93,11 @@ class Exercise:
     bugs: dict[str, Any] = field(default_factory=dict)
     uses: tuple[str, ...] = ()
     timeout: float = 10.0  # seconds per exercise in the learner's process
+    # CPU seconds any one case may use: an infinite loop is stopped after this, not after the
+    # exercise's whole timeout. Every case of the default exercises runs in a few milliseconds
+    # in the reference (the slowest, MultiHeadAttention's, in about 5 ms), so a correct
+    # learner's loop-based version has a hundredfold margin.
+    case_cpu: float = 1.0
     memory_mb: int = 2048
     # The case ladder: ``(what the inputs of rung r add, what the code must then do)``, from
     # the simplest input up. A report says the last rung that passed and the first that failed
@@ -132,6 +137,7 @@ class ExerciseResult:
     cases: list[CaseResult] = field(default_factory=list)
     feedback: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "graded with the reference split_heads"
+    cpu_seconds: float = 0.0  # CPU time of the learner's process on it, as the kernel counted it
 
 
 @dataclass

@@ -46,6 +46,8 @@ def grade(submission, zygote, seed=0):
     report = runner.grade_submission(submission, exercises=EXERCISES, zygote=zygote, seed=seed).to_dict()
     for key in ("wall_time", "graded_at"):
         report.pop(key)
+    for exercise in report["exercises"]:
+        exercise.pop("cpu_seconds")  # as the kernel counted it: never twice the same
     return report
 
 
@@ -59,7 +61,8 @@ def test_stored_outputs_are_read_back_not_recomputed(tmp_path, monkeypatch, zygo
     (calls,) = reference_runs(monkeypatch)
     first = grade(submission, zygote)
     stored = sorted(where.rglob("*.bin"))
-    assert [p.name for p in stored] == ["0-MultiHeadAttention.bin", "0-softmax.bin"]
+    assert [p.name for p in stored] == ["0-MultiHeadAttention-cases.bin", "0-MultiHeadAttention.bin",
+                                        "0-softmax-cases.bin", "0-softmax.bin"]
     assert stat.S_IMODE(where.stat().st_mode) == 0o700 and stat.S_IMODE(stored[0].stat().st_mode) == 0o600
     assert calls.count(None) > 0  # computed once...
     calls.clear()
@@ -97,3 +100,20 @@ def test_a_folder_others_can_read_is_not_used(tmp_path, monkeypatch):
     assert cache.directory() == where
     monkeypatch.setenv("MHA_GRADE_CACHE", "off")
     assert cache.directory() is None
+
+
+def test_stored_cases_are_the_drawn_ones(tmp_path, monkeypatch):
+    from autograder.grading.exercises import EXERCISES as ALL, draw
+    from autograder.isolation import protocol
+
+    monkeypatch.setenv("MHA_GRADE_CACHE", str(tmp_path / "cache"))
+    for exercise in (ALL["softmax"], ALL["head_importance"]):
+        drawn = draw.grading_cases(exercise, 3)
+        stored = cache.cases(exercise, 3, lambda: drawn)  # drawn, then written
+        calls = []
+        read = cache.cases(exercise, 3, lambda: calls.append(1) or drawn)  # read back from disk
+        assert not calls and read is not drawn and len(read) == len(drawn) == len(stored)
+        for a, b in zip(read, drawn):
+            assert (a.name, a.driver, a.weight, a.rtol, a.atol, a.properties, a.timeout, a.rung) == \
+                   (b.name, b.driver, b.weight, b.rtol, b.atol, b.properties, b.timeout, b.rung)
+            assert protocol.encode(a.inputs) == protocol.encode(b.inputs)  # same arrays, dtypes and types

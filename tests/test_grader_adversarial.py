@@ -77,9 +77,20 @@ def assert_only(results, hurt: str, status: str | tuple[str, ...], kind_text: st
 
 def test_infinite_loop_times_out_alone(zygote, tmp_path):
     results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
-                          ["softmax", "scaled_dot_product_attention", "causal_mask"])
-    assert_only(results, "softmax", "timed out", "no result within 3 s")
-    assert took < 3 * TIME_LIMIT + 20
+                          ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
+    # Stopped by its case's CPU limit (1 s), long before the exercise's 60 s.
+    assert_only(results, "softmax", "timed out", f"more than {EXERCISES['softmax'].case_cpu:g} s of CPU time")
+    assert took < 20
+
+
+def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
+    import dataclasses
+
+    # Each case sleeps 0.25 s: over a 0.2 s CPU limit in wall time, far under it in CPU time.
+    monkeypatch.setitem(EXERCISES, "softmax", dataclasses.replace(EXERCISES["softmax"], case_cpu=0.2))
+    results, took = grade(submission(tmp_path, "attention", "slow_but_right"), zygote, ["softmax"], time_limit=30)
+    assert results["softmax"].status == "passed", results["softmax"].feedback
+    assert took > 0.25 * len(results["softmax"].cases)  # it did wait, and was waited for
 
 
 def test_memory_bomb_is_stopped(zygote, tmp_path):
@@ -302,9 +313,11 @@ def _children_of(pid: int) -> list[int]:
 
 
 
-def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path):
+def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path, monkeypatch):
+    import dataclasses
     import time as clock
 
+    monkeypatch.setitem(EXERCISES, "softmax", dataclasses.replace(EXERCISES["softmax"], case_cpu=60.0))
     sub = submission(tmp_path, "attention", "infinite_loop")
     t0 = clock.monotonic()
     rep = runner.grade_submission(sub, exercises=["softmax", "scaled_dot_product_attention", "causal_mask"],
@@ -328,8 +341,8 @@ def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypat
     import dataclasses
 
     softmax = EXERCISES["softmax"]
-    quick = dataclasses.replace(softmax, cases=lambda rng: [dataclasses.replace(c, timeout=1.0)
-                                                            for c in softmax.cases(rng)])
+    quick = dataclasses.replace(softmax, case_cpu=60.0,  # the wall limit of the case is what is tested
+                                cases=lambda rng: [dataclasses.replace(c, timeout=1.0) for c in softmax.cases(rng)])
     monkeypatch.setitem(EXERCISES, "softmax", quick)
     t0 = time.monotonic()
     rep = runner.grade_submission(submission(tmp_path, "attention", "infinite_loop"), exercises=["softmax"],

@@ -239,8 +239,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                 bar.update(task, last=outcome.learner)
                 save(outcome)
                 bar.advance(task)
-            result.outcomes += grade_all(todo, jobs, grade=grade or pipeline_grader(user, time_limit),
-                                         exercises=exercises, seed=seed, timeout=timeout, on_done=done)
+            grade = grade or pipeline_grader(user, time_limit, zygotes=min(jobs, len(todo)))
+            result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
+                                         timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
     rows = class_rows(reports, submissions, learners, late, warn, result, export)

@@ -7,6 +7,7 @@ learner; a grader that crashes or overruns its submission's time costs only that
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import multiprocessing
 import os
@@ -75,35 +76,66 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def pipeline_grader(user: str | None = None, time_limit: float | None = None) -> Callable:
+def pipeline_grader(user: str | None = None, time_limit: float | None = None, zygotes: int = 0) -> Callable:
     """``runner.grade_submission`` with one learner-side zygote per grader, reused.
 
     Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
-    here, once, and inherited by every forked grader. Each grader starts its zygote (the
-    process that forks the confined children running a submission's exercises) at its first
-    submission and keeps it: no submission pays for the learner side's imports either. Reuse
-    is safe because the zygote never runs learner code itself, kills every leftover process
-    after each exercise, and no child outlives its submission.
+    here, once, and inherited by every forked grader. Each grader keeps one zygote (the
+    process that forks the confined children running a submission's exercises) for all its
+    submissions: no submission pays for the learner side's imports. ``zygotes``: how many to
+    start now, before this process's own imports, so that theirs run beside it (the graders
+    forked first take one each, :func:`grade_all`); a grader without one starts its own at its
+    first submission. Reuse is safe because the zygote never runs learner code itself, kills
+    every leftover process after each exercise, and no child outlives its submission.
     """
+    from ..isolation import sandbox
+
+    # Fresh interpreters (fork=False), never forks of this process: a forked zygote would
+    # hold the batch's state and hand the learner's children its pipes to the graders.
+    early = [sandbox.Zygote(user=user, fork=False) for _ in range(zygotes)]
     from ..grading import exercises, judge, runner  # noqa: F401
-    from ..isolation import sandbox  # noqa: F401  (imported before the fork)
 
     state: dict = {}
+    released: list = []  # early zygotes handed to graders, for the parent to reap
 
     def grade(path, exercises=None, seed=0):
         if state.get("pid") != os.getpid():  # first call in this grader
-            # A fresh interpreter (fork=False), never a fork of this grader: a forked zygote
-            # would hand the learner's children this process's pipe to the batch parent.
             state.update(pid=os.getpid(), zygote=sandbox.Zygote(user=user, fork=False))
+        # One child at a time: the other graders keep the cores busy, and a submission then
+        # forks one child (a fork of the torch-sized zygote costs ~20 ms of CPU) instead of two.
         return runner.grade_submission(path, exercises=exercises, seed=seed, time_limit=time_limit,
-                                       zygote=state["zygote"])
+                                       zygote=state["zygote"], parallel=1)
+
+    def adopt(slot: int | None) -> None:
+        """In a grader just forked: take early zygote ``slot`` (None: none), let go of the others."""
+        for i, zygote in enumerate(early):
+            if i == slot:
+                state.update(pid=os.getpid(), zygote=zygote)
+            else:
+                zygote.control.close()  # its own grader's end must be the last one open
+        early.clear()
+
+    def release() -> None:
+        """In the parent, once the first graders hold them: their ends only, and reap at the end."""
+        for zygote in early:
+            zygote.control.close()
+        released.extend(early)
+        early.clear()
+
+    def reap() -> None:
+        for zygote in released:  # each exits when its grader closes it (or dies with it)
+            try:
+                zygote.process.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                zygote.close()
+        released.clear()
 
     def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
         if state.get("pid") == os.getpid():
             state.pop("zygote").close()
             state.clear()
 
-    grade.close = close
+    grade.close, grade.adopt, grade.release, grade.reap = close, adopt, release, reap
     return grade
 
 
@@ -112,9 +144,10 @@ def _cpu() -> float:
     return sum(own) + sum(children)
 
 
-def _serve(conn, others, parent: int, grade: Callable, exercises, seed) -> None:
+def _serve(conn, others, parent: int, grade: Callable, exercises, seed, slot: int | None) -> None:
     """A forked grader: grade submissions sent over ``conn`` until told to stop."""
     _die_with_parent(parent)
+    getattr(grade, "adopt", lambda slot: None)(slot)
     for other in others:  # the other graders' pipe ends: holding them would keep those open
         try:
             other.close()
@@ -141,10 +174,10 @@ def _serve(conn, others, parent: int, grade: Callable, exercises, seed) -> None:
 
 
 class _Grader:
-    def __init__(self, ctx, grade, exercises, seed, others=()):
+    def __init__(self, ctx, grade, exercises, seed, others=(), slot: int | None = None):
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, daemon=True,
-                                   args=(child, [o.conn for o in others], os.getpid(), grade, exercises, seed))
+                                   args=(child, [o.conn for o in others], os.getpid(), grade, exercises, seed, slot))
         self.process.start()
         child.close()
         self.job: tuple[str, Path] | None = None
@@ -178,10 +211,14 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
     """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
     grade = grade or pipeline_grader()
     ctx = multiprocessing.get_context("fork")
+    # The graders share this process's pages (torch, the checks): frozen, the objects there
+    # are never walked by a grader's garbage collector, which would copy every page it touched.
+    gc.freeze()
     queue = list(jobs.items())
     graders: list[_Grader] = []
-    for _ in range(max(1, min(n_jobs, len(queue)))):
-        graders.append(_Grader(ctx, grade, exercises, seed, graders))
+    for slot in range(max(1, min(n_jobs, len(queue)))):
+        graders.append(_Grader(ctx, grade, exercises, seed, graders, slot))
+    getattr(grade, "release", lambda: None)()
     outcomes = []
 
     def replace(i: int) -> None:
@@ -234,4 +271,5 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
     finally:
         for g in graders:
             g.kill() if g.job else g.stop()
+        getattr(grade, "reap", lambda: None)()
     return outcomes

@@ -50,13 +50,15 @@ REFERENCE_CALL_MB = 1024
 
 
 def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | None = None,
-                     budget: float | None = None, zygote: sandbox.Zygote | None = None) -> Report:
+                     budget: float | None = None, zygote: sandbox.Zygote | None = None,
+                     parallel: int = PARALLEL) -> Report:
     """Grade the submission at ``path`` (a directory or a .zip) and return the report.
 
     ``exercises``: ids to grade (default: all that have checks). ``time_limit``: seconds per
     exercise, instead of each exercise's own. ``budget``: seconds for the whole run; the
     exercises it leaves no time for are reported as timed out. ``zygote``: a learner-side
-    process already started (the CLI starts it first, to overlap the imports).
+    process already started (the CLI starts it first, to overlap the imports). ``parallel``:
+    learner-side children at work at once (1 where other graders already use the cores).
     """
     started = time.monotonic()
     submission = path if isinstance(path, Submission) else load(path)
@@ -68,7 +70,7 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
     scratch = tempfile.mkdtemp(prefix="mha-grade-")
     run_deadline = started + (DEFAULT_BUDGET if budget is None else budget)
     try:
-        results = _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch)
+        results = _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch, parallel)
     finally:
         if own_zygote:
             zygote.close()
@@ -119,7 +121,8 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
             _CASES.clear()
         from .exercises import draw
 
-        hit = _CASES[key] = (exercise, draw.grading_cases(exercise, seed))  # none shares a public case's inputs
+        # none shares a public case's inputs; drawn once per grader version and seed, then read from disk
+        hit = _CASES[key] = (exercise, cache.cases(exercise, seed, lambda: draw.grading_cases(exercise, seed)))
     return hit[1]
 
 
@@ -133,13 +136,17 @@ class _Running:
     timeout: float
     proxies: dict
     early: list | None = None  # outputs decided without a child (budget spent)
+    cpu: float = 0.0  # the child's CPU seconds when it took the job, then what the job cost
 
 
-def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch) -> list[ExerciseResult]:
-    """Keep PARALLEL children running; collect them in order, judging each while the next run."""
+def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch,
+               parallel) -> list[ExerciseResult]:
+    """Keep ``parallel`` children running; collect them in order, judging each while the next run."""
     from . import judge
 
-    results, queue, upcoming = [], deque(), iter(selected)
+    # The slowest exercises (their longer time limits say which: chapter 6's model) start
+    # first, so that with two children the rest runs beside them instead of after them.
+    results, queue, upcoming = [], deque(), iter(sorted(selected, key=lambda e: -e.timeout))
     idle: list[sandbox.Child] = []  # children that finished an exercise reusable
     launched = iter(range(10**9))  # numbers each child's scratch directory
 
@@ -159,7 +166,7 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
         return fresh
 
     def fill():
-        while len(queue) < PARALLEL and (exercise := next(upcoming, None)) is not None:
+        while len(queue) < parallel and (exercise := next(upcoming, None)) is not None:
             queue.append(_launch(start, submission, exercise, seed, time_limit, run_deadline))
 
     try:
@@ -172,7 +179,8 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
     finally:
         for c in idle + [r.child for r in queue if r.child is not None]:
             zygote.finish(c)
-    return results
+    order = {e.id: i for i, e in enumerate(selected)}
+    return sorted(results, key=lambda r: order[r.id])
 
 
 def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit, run_deadline):
@@ -188,8 +196,9 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
         "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1,
     }
     child = start(job)
+    cpu = child.cpu_seconds()
     cache.warm(exercise, seed, cases)  # reference outputs from disk, or computed while the child runs
-    return _Running(exercise, cases, child, timeout, proxies)
+    return _Running(exercise, cases, child, timeout, proxies, cpu=cpu)
 
 
 def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
@@ -203,8 +212,9 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
     outputs, ended, status = [None] * len(run.cases), "closed", None
     try:
         outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
-                                           [c.timeout for c in run.cases])
+                                           [c.timeout for c in run.cases], run.exercise.case_cpu)
     finally:
+        run.cpu = max(0.0, run.child.cpu_seconds() - run.cpu)  # before the child is reaped
         if ended is None and run.child.reusable:
             idle.append(run.child)
         else:
@@ -218,6 +228,9 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
         else:
             why = "the run's time budget ran out during this exercise"
         missing = CaseError("timeout", why)
+    elif ended == "cpu":
+        missing = CaseError("timeout", f"this case used more than {run.exercise.case_cpu:g} s of CPU time "
+                                       "(an infinite loop, or far too slow)")
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")
     elif ended == "closed":
@@ -298,7 +311,9 @@ def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         notes.append(f"graded with the reference {listed} (one mistake counts once)")
     try:
-        return judge.judge_exercise(run.exercise, run.cases, outputs, notes)
+        result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
+        result.cpu_seconds = round(run.cpu, 3)
+        return result
     except Exception as err:  # a bug of the grader's: this exercise is reported, not the run lost
         return ExerciseResult(
             id=run.exercise.id, status="error", score=0.0, max_score=float(run.exercise.points),

@@ -16,7 +16,9 @@ dead zygote is restarted by the next launch.
 """
 from __future__ import annotations
 
+import gc
 import os
+import select
 import signal
 import socket
 import struct
@@ -34,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
+CPU_POLL = 0.1  # seconds between two looks at a waiting child's CPU time
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc is Linux's
 
 
 class ZygoteError(Exception):
@@ -186,6 +190,9 @@ def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_
 
     loaded = zygote.preload(drivers)  # in this process: the grader needs torch too
     grader = os.getpid()
+    # What is imported so far is shared with the zygote page by page; a collection in this
+    # process would write to every object it walks and copy those pages (0.1 s of a grade).
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # the zygote: nothing of the grader's beyond what it had imported so far
         try:
@@ -267,20 +274,31 @@ class Child:
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
-                case_timeouts: list | None = None) -> tuple[list, str | None]:
+                case_timeouts: list | None = None, case_cpu: float | None = None) -> tuple[list, str | None]:
         """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
 
         ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
-        previous case's report (or of the start) as well. Returns one entry per case (plain
-        output, CaseError, or None when none came) and why the exchange ended early
-        (``"timeout"``, ``"closed"``, ``"garbage"``), or None.
+        previous case's report (or of the start) as well. ``case_cpu``: CPU seconds the child
+        may spend on any one case. Returns one entry per case (plain output, CaseError, or None
+        when none came) and why the exchange ended early (``"timeout"``, ``"cpu"`` for a case
+        over ``case_cpu``, ``"closed"``, ``"garbage"``), or None.
         """
         outputs: list = [None] * n_cases
         progress = time.monotonic()
+        spent = self.cpu_seconds() if case_cpu is not None else None
         while True:
             pending = next((i for i, o in enumerate(outputs) if o is None), None)
             limit = case_timeouts[pending] if case_timeouts and pending is not None else None
             until = deadline if limit is None else min(deadline, progress + limit)
+            # An infinite loop shows as CPU time: looked at every CPU_POLL seconds of waiting, it
+            # is stopped within a fraction of a second of its case's CPU limit, while a case merely
+            # slowed by a busy machine (wall time, not CPU) is given the exercise's whole limit.
+            # (The wait is for the first byte only: a frame once begun is read whole.)
+            if spent is not None and not _readable(self.sock, min(until, time.monotonic() + CPU_POLL)):
+                if self.cpu_seconds() - spent > case_cpu:
+                    return outputs, "cpu"
+                if time.monotonic() < until:
+                    continue
             try:
                 frame = protocol.recv_frame(self.sock, until)
             except TimeoutError:
@@ -311,12 +329,29 @@ class Child:
                 return outputs, None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
                 progress = time.monotonic()
+                if spent is not None:
+                    spent = self.cpu_seconds()
                 if "ok" in msg:
                     outputs[msg["case"]] = msg["ok"]
                 else:
                     outputs[msg["case"]] = _case_error(msg.get("error"))
             else:
                 return outputs, "garbage"
+
+
+    def cpu_seconds(self) -> float:
+        """CPU time the child has used (user and system, all its threads), read by the kernel's
+        count, which its own code cannot change; 0.0 when unreadable (the wall limits still hold)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+
+def _readable(sock: socket.socket, until: float) -> bool:
+    return bool(select.select([sock], [], [], max(0.0, until - time.monotonic()))[0])
 
 
 def _case_error(error) -> CaseError:
