@@ -10,7 +10,8 @@ process then, so it holds no reference code and the grader needs no second torch
 Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
 as a program on Linux, ``mha-grade`` checks its options (the submission is read after), then replaces itself (execve) by a
 fresh interpreter whose command line and environment say nothing, which forks the zygote
-first and only then reads the options and the environment from a memory file. The seed is
+first and only then reads the options and the environment from a memory file (``mha-grade
+batch`` likewise, with a zygote per grader: none imports torch again). The seed is
 best given as ``--seed-file`` (a file only the grader can read), never seen by any other
 process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
 the options are unusable; 1 when the grader itself failed.
@@ -56,26 +57,28 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
         options_fd = os.environ.pop(OPTIONS_FD, None)
-        if options_fd is None and argv[:1] != ["batch"] and _can_reexec():
-            checked = _check(argv)
+        if options_fd is None and _can_reexec():
+            batch = argv[:1] == ["batch"]
+            checked = 0 if batch else _check(argv)  # batch checks its options itself, after
             if checked:
                 return checked
-            _reexec(argv)  # returns only if execve failed: grade in this process then
-    if argv[:1] == ["batch"]:
-        return _batch(argv[1:])
-    from .isolation import sandbox
+            _reexec(argv, _image_args(argv[1:] if batch else argv, batch))  # returns only if execve failed: go on here
+    zygotes = []
+    if options_fd is not None:  # the fresh image: the zygotes first, then the options
+        from .isolation import sandbox
 
-    zygote = None
-    if options_fd is not None:  # the fresh image: the zygote first, then the options
-        run_as = parser().parse_args(argv).run_as
+        image = _image_parser().parse_args(argv)
         try:
-            zygote = sandbox.Zygote(user=run_as)
+            for _ in range(image.zygotes):
+                zygotes.append(sandbox.Zygote(user=image.run_as))
+                zygotes[-1].fork = False  # this process will hold the options: a restart starts afresh
         except (OSError, sandbox.ZygoteError) as err:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
-        zygote.fork = False  # from now on this process holds the options: a restart starts afresh
         argv = _read_options(int(options_fd))
-    return _grade(argv, zygote)
+    if argv[:1] == ["batch"]:
+        return _batch(argv[1:], zygotes)
+    return _grade(argv, zygotes[0] if zygotes else None)
 
 
 def _grade(argv: list[str], zygote) -> int:
@@ -187,21 +190,44 @@ def _check(argv: list[str]) -> int:
     return 0
 
 
-def _reexec(argv: list[str]) -> None:
-    """execve a fresh interpreter with an empty command line and a start-up environment; the
-    options and the whole environment wait in an inherited memory file."""
+def _image_args(argv: list[str], batch: bool) -> list[str]:
+    """What the fresh image needs before it reads the options: how many zygotes to fork (one
+    per grader of a batch) and the learner user; nothing else of the command line."""
+    if batch:
+        sniff = argparse.ArgumentParser(add_help=False)
+        sniff.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+        sniff.add_argument("--run-as")
+        try:
+            known = sniff.parse_known_args(argv)[0]
+        except SystemExit:  # a malformed --jobs: batch refuses it after the exec
+            known = argparse.Namespace(jobs=0, run_as=None)
+        count, run_as = max(0, min(known.jobs, os.cpu_count() or 1, 64)), known.run_as
+    else:
+        count, run_as = 1, parser().parse_args(argv).run_as
+    return ["--zygotes", str(count), *(["--run-as", run_as] if run_as else [])]
+
+
+def _image_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--zygotes", type=int, default=1)
+    p.add_argument("--run-as")
+    return p
+
+
+def _reexec(argv: list[str], image_args: list[str]) -> None:
+    """execve a fresh interpreter with a command line that says only ``image_args`` and a
+    start-up environment; the options and the whole environment wait in an inherited memory file."""
     fd = os.memfd_create("mha-grade-options", 0)  # inherited across execve, never on disk
     os.write(fd, json.dumps({"argv": argv, "env": dict(os.environ)}).encode())
     os.lseek(fd, 0, os.SEEK_SET)
     env = {k: v for k, v in os.environ.items() if k in _START_ENV or k.startswith(_START_PREFIXES)}
     env.pop(OPTIONS_FD, None)
     env[OPTIONS_FD] = str(fd)
-    run_as = parser().parse_args(argv).run_as
     # The same import path as this process (never the current directory's first).
     code = (f"import sys; sys.path[:] = {sys.path!r}; from autograder.cli import main; "
             "from autograder.quick_exit import exit_now; exit_now(main())")
     try:
-        os.execve(sys.executable, [sys.executable, "-c", code, *(["--run-as", run_as] if run_as else [])], env)
+        os.execve(sys.executable, [sys.executable, "-c", code, *image_args], env)
     except OSError:
         os.close(fd)
 
@@ -215,10 +241,10 @@ def _read_options(fd: int) -> list[str]:
     return saved["argv"]
 
 
-def _batch(argv: list[str]) -> int:
+def _batch(argv: list[str], zygotes: list) -> int:
     from .classroom import batch
 
-    return batch.main(argv)
+    return batch.main(argv, zygotes=zygotes)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,8 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
               exercises: list[str] | None = None, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
               grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
               roster: Path | None = None, late: gradebook.LatePolicy | None = None, anonymize: bool = False,
-              assignment: str = "Multi-head attention", progress: bool = True, console=None) -> BatchResult:
+              assignment: str = "Multi-head attention", progress: bool = True, console=None,
+              zygotes: list | None = None) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -230,6 +231,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     for o in result.outcomes:
         if o.learner in refused:
             save(o)
+    spare = list(zygotes or [])
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=console, disable=not progress,
                   transient=False) as bar:
@@ -239,9 +241,15 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                 bar.update(task, last=outcome.learner)
                 save(outcome)
                 bar.advance(task)
-            grade = grade or pipeline_grader(user, time_limit, zygotes=min(jobs, len(todo)))
+            early = [] if grade else spare[:len(todo)]
+            del spare[:len(early)]
+            for zygote in spare:  # more than there are submissions to grade: not needed
+                zygote.close()
+            grade = grade or pipeline_grader(user, time_limit, zygotes=early or min(jobs, len(todo)))
             result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
                                          timeout=timeout, on_done=done)
+        for zygote in spare:  # nothing to grade: the zygotes started in case there was
+            zygote.close()
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
     rows = class_rows(reports, submissions, learners, late, warn, result, export)
@@ -279,7 +287,8 @@ def _annotate(report: dict, learner: str, submission) -> None:
 
 # ------------------------------------------------------------------------------------- CLI
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, zygotes: list | None = None) -> int:
+    """``zygotes``: learner-side processes ``mha-grade`` forked before reading the options."""
     parser = argparse.ArgumentParser(prog="mha-grade batch", description=(
         "Grade every submission of DIR (one folder, .zip or .ipynb per learner, named by learner id; or "
         "Gradescope's Export Submissions, unzipped) in parallel; write grades.csv, canvas.csv, a feedback "
@@ -341,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
                            time_limit=args.time_limit, roster=args.roster, late=late, anonymize=args.anonymize,
-                           assignment=args.assignment, progress=not args.quiet)
+                           assignment=args.assignment, progress=not args.quiet, zygotes=zygotes)
     except (BatchError, gradebook.RosterError) as err:
         return refuse(str(err))
     n = len(result.outcomes)

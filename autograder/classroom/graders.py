@@ -76,23 +76,25 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def pipeline_grader(user: str | None = None, time_limit: float | None = None, zygotes: int = 0) -> Callable:
+def pipeline_grader(user: str | None = None, time_limit: float | None = None, zygotes: int | list = 0) -> Callable:
     """``runner.grade_submission`` with one learner-side zygote per grader, reused.
 
     Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
     here, once, and inherited by every forked grader. Each grader keeps one zygote (the
     process that forks the confined children running a submission's exercises) for all its
-    submissions: no submission pays for the learner side's imports. ``zygotes``: how many to
-    start now, before this process's own imports, so that theirs run beside it (the graders
-    forked first take one each, :func:`grade_all`); a grader without one starts its own at its
-    first submission. Reuse is safe because the zygote never runs learner code itself, kills
+    submissions: no submission pays for the learner side's imports. ``zygotes``: zygotes
+    already started (``mha-grade`` forks them in its fresh image, before it reads the options),
+    or how many to start now, before this process's own imports, so that theirs run beside
+    it; the graders forked first take one each (:func:`grade_all`), a grader without one
+    starts its own at its first submission. Reuse is safe because the zygote never runs learner code itself, kills
     every leftover process after each exercise, and no child outlives its submission.
     """
     from ..isolation import sandbox
 
     # Fresh interpreters (fork=False), never forks of this process: a forked zygote would
     # hold the batch's state and hand the learner's children its pipes to the graders.
-    early = [sandbox.Zygote(user=user, fork=False) for _ in range(zygotes)]
+    early = list(zygotes) if isinstance(zygotes, list) else [sandbox.Zygote(user=user, fork=False)
+                                                             for _ in range(zygotes)]
     from ..grading import exercises, judge, runner  # noqa: F401
 
     state: dict = {}
@@ -123,11 +125,8 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None, zy
         early.clear()
 
     def reap() -> None:
-        for zygote in released:  # each exits when its grader closes it (or dies with it)
-            try:
-                zygote.process.wait(timeout=10)
-            except Exception:  # noqa: BLE001
-                zygote.close()
+        for zygote in released:  # its grader is done with it: whatever is left is killed and reaped
+            zygote.close()
         released.clear()
 
     def close():  # the zygote is reaped here, so its CPU time is counted in this grader's
