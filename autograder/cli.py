@@ -224,12 +224,21 @@ def _reexec(argv: list[str], image_args: list[str]) -> None:
     env.pop(OPTIONS_FD, None)
     env[OPTIONS_FD] = str(fd)
     # The same import path as this process (never the current directory's first).
-    code = (f"import sys; sys.path[:] = {sys.path!r}; from autograder.cli import main; "
+    code = (f"import sys; sys.path[:] = {_image_path()!r}; from autograder.cli import main; "
             "from autograder.quick_exit import exit_now; exit_now(main())")
     try:
         os.execve(sys.executable, [sys.executable, "-c", code, *image_args], env)
     except OSError:
         os.close(fd)
+
+
+def _image_path() -> list[str]:
+    """This process's import path without the current directory (where ``python -m`` put it),
+    unless the grader is imported from there: importing lists each folder of the path, and a
+    zygote forked in the image would hold the names of the instructor's files (the class folder)."""
+    here = os.path.realpath(os.getcwd())
+    home = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return [p for p in sys.path if os.path.realpath(p or ".") != here or here == home]
 
 
 def _read_options(fd: int) -> list[str]:

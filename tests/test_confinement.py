@@ -257,7 +257,7 @@ def _learner_side(proc, at_least: int = 2) -> list[int]:
 
 
 def test_learner_processes_die_with_their_grader(tmp_path):
-    proc = mha_grade([hostile(tmp_path, "infinite_loop"), "-e", "softmax", "--time-limit", "60"], tmp_path,
+    proc = mha_grade([hostile(tmp_path, "sleep_forever"), "-e", "softmax", "--time-limit", "60"], tmp_path,
                      popen=True)
     try:
         learners = _learner_side(proc)
@@ -277,14 +277,41 @@ def test_the_secret_seed_is_never_in_the_learner_sides_memory(tmp_path):
     # The zygote is forked from the grader's process: that process must not have held the
     # seed, the output path or the instructor's environment before the fork.
     seed, env_secret, path_secret = "97531864", "hush-TOKEN-9191", "out-PATHSECRET-55"
-    sub = hostile(tmp_path, "infinite_loop")
+    sub = hostile(tmp_path, "sleep_forever")
+    (tmp_path / "grades-NAMESECRET-12.csv").write_text("")  # a file in the instructor's current folder
     proc = mha_grade([sub, "-e", "softmax", "--seed", seed, "--json", tmp_path / f"{path_secret}.json",
                       "--time-limit", "30"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret}, popen=True)
     try:
         learners = _learner_side(proc)  # the zygote, and its child running the loop
         with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
             assert seed.encode() not in f.read()  # the grader's own command line is a fresh one
-        needles = [seed.encode(), env_secret.encode(), path_secret.encode()]
+        needles = [seed.encode(), env_secret.encode(), path_secret.encode(), b"NAMESECRET"]
+        for pid in learners:
+            assert _memory_holds(pid, needles) == set(), pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reads another process's memory (root)")
+def test_a_batchs_learner_side_holds_no_secret_either(tmp_path):
+    # mha-grade batch forks its graders' zygotes in its fresh image, before it reads the
+    # options: neither they nor the children running the learners' code hold the seed, the
+    # class and output folders or the instructor's environment.
+    seed, env_secret = "86420975", "hush-TOKEN-7373"
+    klass, out = tmp_path / "class-CLASSSECRET-31", tmp_path / "out-PATHSECRET-77"
+    klass.mkdir()
+    shutil.move(hostile(tmp_path, "sleep_forever"), klass / "mallory")
+    proc = mha_grade(["batch", klass, "--out", out, "--seed", seed, "--jobs", "1", "-e", "softmax",
+                      "--time-limit", "60", "--quiet"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret}, popen=True)
+    try:
+        deadline, learners = time.monotonic() + 120, []
+        while not learners and time.monotonic() < deadline and proc.poll() is None:
+            # a zygote is the batch's child that has children (a grader has none: its zygote is a sibling)
+            learners = [p for z in _children(proc.pid) for kids in [_children(z)] if kids for p in [z, *kids]]
+            time.sleep(0.1)
+        assert learners, proc.stderr.read() if proc.poll() is not None else "no learner-side process"
+        needles = [seed.encode(), env_secret.encode(), b"CLASSSECRET", b"PATHSECRET"]
         for pid in learners:
             assert _memory_holds(pid, needles) == set(), pid
     finally:
