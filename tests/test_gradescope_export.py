@@ -79,7 +79,7 @@ def _grades(out):
 
 def _run(tmp_path, monkeypatch, capsys, *options, download=None):
     download = download or _export(tmp_path)
-    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit: _fake_grade)
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: _fake_grade)
     out = tmp_path / "out"
     status = batch.main([str(download), "--out", str(out), "--jobs", "2", "--quiet", "--unconfined",
                          "--deadline", DEADLINE, "--late-penalty", "10", *options])
