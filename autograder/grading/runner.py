@@ -146,7 +146,8 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
 
     # The slowest exercises (their longer time limits say which: chapter 6's model) start
     # first, so that with two children the rest runs beside them instead of after them.
-    results, queue, upcoming = [], deque(), iter(sorted(selected, key=lambda e: -e.timeout))
+    order = sorted(selected, key=lambda e: -e.timeout)
+    results, queue, upcoming = [], deque(), iter(order)
     idle: list[sandbox.Child] = []  # children that finished an exercise reusable
     launched = iter(range(10**9))  # numbers each child's scratch directory
 
@@ -171,6 +172,10 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
 
     try:
         fill()
+        # While the first children work, the rest's cases and reference outputs are made ready:
+        # later, each exercise costs this process only its sending, receiving and judging.
+        for exercise in order[len(queue):]:
+            cache.warm(exercise, seed, exercise_cases(exercise, seed))
         while queue:
             run = queue.popleft()
             outputs = _outputs(zygote, run, run_deadline, idle)
