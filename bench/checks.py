@@ -8,7 +8,16 @@ submission. Each child measures its own CPU (user + system, ``getrusage``) aroun
 only: the fork, the module's import and the protocol are not counted. Prints a table of the
 medians and exits non-zero when head_importance's median exceeds the target.
 
+Cheaper cases must stay as precise: ``--margins SEEDS`` instead grades the correct alternatives
+of ``tests/wrong_implementations/`` in this process on the grading cases of seeds 0..SEEDS-1
+and prints, per exercise, the largest share of a case's tolerance they use,
+max |got - expected| / (atol + rtol |expected|) over every compared array (1 = failing), and
+exits non-zero when one reaches 1; beside it, how far the exercise's known bugs are (each
+variant's largest share over a draw's cases, the smallest over variants and seeds 0..2; a
+variant that no compared value shows, caught by a property or a flag, is counted apart).
+
     .venv/bin/python bench/checks.py [--runs 7] [--target-ms 60] [--seed 0] [--only ID ...]
+    .venv/bin/python bench/checks.py --margins 100 --only head_importance
 """
 from __future__ import annotations
 
@@ -84,12 +93,78 @@ def learner_side(path: str, runs: int) -> None:
         pickle.dump(times, f)
 
 
+def _share(got, expected, case) -> float:
+    """The largest share of the case's tolerance that ``got`` uses, over every float array."""
+    import numpy as np
+
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return max([_share(got.get(k), v, case) for k, v in expected.items() if not str(k).startswith("_")],
+                   default=0.0)
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)) and len(got) == len(expected):
+        return max([_share(g, e, case) for g, e in zip(got, expected)], default=0.0)
+    if isinstance(expected, np.ndarray) and expected.dtype.kind == "f" and expected.size:
+        if not isinstance(got, np.ndarray) or got.shape != expected.shape:
+            return float("inf")
+        with np.errstate(invalid="ignore", over="ignore"):
+            share = np.abs(got.astype(np.float64) - expected) / (case.atol + case.rtol * np.abs(expected))
+        same = (got == expected) | (np.isnan(got) & np.isnan(expected))  # infinities and NaNs where expected
+        return float(np.max(np.where(same, 0.0, np.nan_to_num(share, nan=np.inf))))
+    return 0.0
+
+
+def margins(ids, seeds: int) -> int:
+    """The share of the tolerance the correct alternatives use, worst over ``seeds`` grading draws."""
+    import importlib.util
+
+    from autograder.grading import judge, reference
+    from autograder.grading.exercises import EXERCISES, draw
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Correct alternatives (tests/wrong_implementations/): the largest share of a case's "
+                        f"tolerance used, seeds 0..{seeds - 1}")
+    for name in ("exercise", "cases", "worst share", "where (seed, case, implementation)",
+                 "known bugs' smallest share", "bugs shown by no value"):
+        table.add_column(name)
+    failed = False
+    for id in ids:
+        spec = importlib.util.spec_from_file_location(f"correct_{id}", ROOT / "tests" / "wrong_implementations" / f"{id}.py")
+        library = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(library)
+        worst, where, n = 0.0, "", 0
+        for seed in range(seeds):
+            for k, case in enumerate(draw.grading_cases(EXERCISES[id], seed)):
+                expected = judge.reference_output(case)
+                n += 1
+                for implementation in library.CORRECT:
+                    got = judge.run_driver(case, reference.namespace({id: implementation}))
+                    share = _share(got, expected, case)
+                    if share > worst:
+                        worst, where = share, f"{seed}, {k}, {implementation.__name__}"
+        failed |= worst >= 1
+        misses = {}
+        for seed in range(min(seeds, 3)):
+            cases = draw.grading_cases(EXERCISES[id], seed)
+            for bug in (v for b in EXERCISES[id].bugs.values() for v in judge.variants(b)):
+                shares = [_share(judge._bug_output(case, EXERCISES[id], bug), judge.reference_output(case), case)
+                          for case in cases]
+                misses[bug] = min(misses.get(bug, float("inf")), max(shares, default=0.0))
+        by_value = [m for m in misses.values() if m >= 1]
+        table.add_row(id, str(n), f"{worst:.3f}", where, f"{min(by_value):.3g}" if by_value else "-",
+                      str(len(misses) - len(by_value)))
+    Console().print(table)
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--target-ms", type=float, default=TARGET_MS)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", nargs="*", help="exercise ids (default: every exercise)")
+    p.add_argument("--margins", type=int, metavar="SEEDS",
+                   help="measure the correct alternatives' share of the tolerances instead of CPU")
     p.add_argument("--learner-side", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.learner_side:
@@ -100,6 +175,8 @@ def main(argv=None) -> int:
     from autograder.grading.runner import exercise_cases
 
     ids = args.only or list(EXERCISES)
+    if args.margins:
+        return margins(ids, args.margins)
     jobs = {id: (EXERCISES[id].module, [(c.driver, c.inputs) for c in exercise_cases(EXERCISES[id], args.seed)])
             for id in ids}
     with tempfile.TemporaryDirectory() as tmp:
