@@ -129,7 +129,8 @@ def margins(ids, seeds: int) -> int:
         table.add_column(name)
     failed = False
     for id in ids:
-        spec = importlib.util.spec_from_file_location(f"correct_{id}", ROOT / "tests" / "wrong_implementations" / f"{id}.py")
+        path = ROOT / "tests" / "wrong_implementations" / f"{id}.py"
+        spec = importlib.util.spec_from_file_location(f"correct_{id}", path)
         library = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(library)
         worst, where, n = 0.0, "", 0
@@ -147,13 +148,13 @@ def margins(ids, seeds: int) -> int:
         for seed in range(min(seeds, 3)):
             cases = draw.grading_cases(EXERCISES[id], seed)
             for bug in (v for b in EXERCISES[id].bugs.values() for v in judge.variants(b)):
-                shares = [_share(judge._bug_output(case, EXERCISES[id], bug), judge.reference_output(case), case)
-                          for case in cases]
+                shares = [_share(judge._bug_output(case, EXERCISES[id], bug), judge.reference_output(case),
+                                 case) for case in cases]
                 misses[bug] = min(misses.get(bug, float("inf")), max(shares, default=0.0))
         by_value = [m for m in misses.values() if m >= 1]
         table.add_row(id, str(n), f"{worst:.3f}", where, f"{min(by_value):.3g}" if by_value else "-",
                       str(len(misses) - len(by_value)))
-    Console().print(table)
+    Console(width=140).print(table)
     return 1 if failed else 0
 
 
@@ -177,8 +178,8 @@ def main(argv=None) -> int:
     ids = args.only or list(EXERCISES)
     if args.margins:
         return margins(ids, args.margins)
-    jobs = {id: (EXERCISES[id].module, [(c.driver, c.inputs) for c in exercise_cases(EXERCISES[id], args.seed)])
-            for id in ids}
+    jobs = {id: (EXERCISES[id].module,
+                 [(c.driver, c.inputs) for c in exercise_cases(EXERCISES[id], args.seed)]) for id in ids}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "jobs.pickle")
         with open(path, "wb") as f:

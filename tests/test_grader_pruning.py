@@ -42,7 +42,8 @@ def test_harness_model_filled_from_a_state_is_the_loaded_model():
     loaded = harness.harness_digits(digits.CONFIG)
     loaded.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     assert list(filled.state_dict()) == list(loaded.state_dict())
-    assert all(torch.equal(a, b) and a.requires_grad for a, b in zip(filled.parameters(), loaded.parameters()))
+    pairs = zip(filled.parameters(), loaded.parameters())
+    assert all(torch.equal(a, b) and a.requires_grad for a, b in pairs)
     x = digits.load_split("val")[0][:4]
     assert torch.equal(filled(x), loaded(x))
     with pytest.raises(KeyError, match="misses \\['cls'\\]"):

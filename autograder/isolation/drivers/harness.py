@@ -62,25 +62,31 @@ def _harness_attention_class():
 
         def forward(self, query, key, value, mask=None, head_mask=None):
             # PyTorch's own multi-head attention does the heads. Its head size is the query's
-            # width over num_heads, so the query goes in already projected (identity W_q):
-            # after prune_heads that width is num_heads * head_dim, no longer embed_dim.
-            q = self.W_q(query)
-            width = q.shape[-1]
+            # width over num_heads: after prune_heads, W_q's output (num_heads * head_dim) is
+            # narrower than the query, which then goes in already projected (identity W_q).
+            w_q, b_q = self.W_q.weight, self.W_q.bias
+            width = w_q.shape[0]
+            if width != query.shape[-1] or (b_q is not None and self.W_k.bias is None):
+                # Pruned (or a b_q without b_k, which PyTorch takes only with the others):
+                # project here, PyTorch's W_q is the identity.
+                query, w_q, b_q = self.W_q(query), torch.eye(width, dtype=query.dtype), None
             w_v, b_v = self.W_v.weight, self.W_v.bias
             if head_mask is not None:
                 # Each head's output is linear in its values: gating head h = scaling its rows
                 # of W_v and b_v (differentiable in the gate, as head_importance needs).
                 gate = head_mask.to(w_v.dtype).repeat_interleave(width // self.num_heads)
                 w_v, b_v = w_v * gate[:, None], None if b_v is None else b_v * gate
-            b_k = self.W_k.bias  # b_q is already in q
-            biases = None if b_k is None else torch.cat([torch.zeros_like(b_k), b_k, b_v])
-            batched = q.dim() == 3
+            b_k = self.W_k.bias
+            if b_k is not None:
+                b_q = torch.zeros_like(b_k) if b_q is None else b_q
+            biases = None if b_k is None else torch.cat([b_q, b_k, b_v])
+            batched = query.dim() == 3
             seq_first = (lambda x: x.transpose(0, 1)) if batched else (lambda x: x)
             out, _ = F.multi_head_attention_forward(
-                seq_first(q), seq_first(key), seq_first(value), width, self.num_heads,
+                seq_first(query), seq_first(key), seq_first(value), width, self.num_heads,
                 None, biases, None, None, False, 0.0, self.W_o.weight, self.W_o.bias,
-                training=False, need_weights=False, attn_mask=self._blocked(mask, q),
-                use_separate_proj_weight=True, q_proj_weight=torch.eye(width, dtype=q.dtype),
+                training=False, need_weights=False, attn_mask=self._blocked(mask, query),
+                use_separate_proj_weight=True, q_proj_weight=w_q,
                 k_proj_weight=self.W_k.weight, v_proj_weight=w_v)
             return seq_first(out), None  # the weights are not needed here
 
@@ -158,5 +164,6 @@ def _fill(model, state):
         for name, p in params.items():
             value = torch.as_tensor(state[name])
             if value.shape != p.shape:
-                raise ValueError(f"{name}: shape {tuple(value.shape)} in the state, {tuple(p.shape)} in the model")
+                raise ValueError(f"{name}: shape {tuple(value.shape)} in the state, {tuple(p.shape)} "
+                                 "in the model")
             p.copy_(value)
