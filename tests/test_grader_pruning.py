@@ -34,6 +34,24 @@ def test_harness_model_equals_the_lab_model_on_the_committed_weights():
             torch.testing.assert_close(model.eval()(x, head_mask), lab(x, head_mask), rtol=1e-5, atol=1e-5)
 
 
+def test_harness_model_filled_from_a_state_is_the_loaded_model():
+    """Built from a state (torch's random initialisation skipped), the model is the one
+    load_state_dict gives, parameter for parameter; a state that does not fit is refused."""
+    state = {k: v.numpy() for k, v in torch.load(digits.WEIGHTS, weights_only=True).items()}
+    filled = harness.harness_digits(digits.CONFIG, state)
+    loaded = harness.harness_digits(digits.CONFIG)
+    loaded.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    assert list(filled.state_dict()) == list(loaded.state_dict())
+    pairs = zip(filled.parameters(), loaded.parameters())
+    assert all(torch.equal(a, b) and a.requires_grad for a, b in pairs)
+    x = digits.load_split("val")[0][:4]
+    assert torch.equal(filled(x), loaded(x))
+    with pytest.raises(KeyError, match="misses \\['cls'\\]"):
+        harness.harness_digits(digits.CONFIG, {k: v for k, v in state.items() if k != "cls"})
+    with pytest.raises(ValueError, match="embed.weight"):
+        harness.harness_digits(digits.CONFIG, {**state, "embed.weight": state["embed.bias"]})
+
+
 def test_harness_attention_follows_the_contract():
     torch.manual_seed(0)
     reference = MultiHeadAttention(24, 6, kdim=10, vdim=14).double()

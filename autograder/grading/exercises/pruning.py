@@ -21,11 +21,17 @@ from .cases import TOLERANCE
 
 # head_importance runs in float32 through a 4-layer network, one gradient per batch. Correct
 # alternatives (the loss as a sum instead of a batch mean, loss.backward() instead of
-# autograd.grad, a float64 accumulator, an einsum over the batches) reorder float32 sums: the
-# correct alternatives of tests/wrong_implementations/head_importance.py differ from the
-# reference by at most 7e-7 relative (measured, 3 seeds). rtol 1e-4 leaves two orders of
-# margin, far below what any known bug changes (their tests show each one failing).
+# autograd.grad, a float64 accumulator, an einsum over the batches) reorder float32 sums, and a
+# gradient's rounding is relative to the largest gradients of its layer, not to each head's: a
+# head scoring a hundredth of its layer's best carries the layer's rounding (~1e-7 of the row).
+# Normalised rows have unit norm, so atol 1e-5 there is that rounding with a wide margin; raw
+# scores (normalize=False) are gradients of 1e-5..1e-3, where atol 1e-7 is already as loose.
+# Measured on the grading draws of seeds 0..99 (`bench/checks.py --margins 100 --only
+# head_importance`), the correct alternatives of tests/wrong_implementations/head_importance.py
+# use at most 8% of these tolerances, and the known bugs' scores miss them by 1000 times or more
+# (the caller's head_mask changed is caught by its flag, not by the scores).
 IMPORTANCE_TOLERANCE = {"rtol": 1e-4, "atol": 1e-7}
+NORMALISED_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 # prune_heads runs in float64: a pruned layer sums fewer terms than the masked one (the masked
 # heads contribute exact zeros), so outputs agree to ~1e-16 relative.
 PRUNE_TOLERANCE = {"rtol": 1e-9, "atol": 1e-12}
@@ -70,6 +76,11 @@ def _lab_data():
 
 
 def importance_cases(rng):
+    """Seven cases, all but one of two batches (a forward and backward pass per batch is what
+    these checks cost the learner's process): a bigger batch then a smaller one, so that
+    weighting by batch size, a gate's .grad never reset and |sum| instead of sum of |.| all
+    show, and few examples per batch, which cost less than many (a pass is mostly
+    per-operation overhead)."""
     state, x, y = _lab_data()
     L, H = digits.CONFIG["num_layers"], digits.CONFIG["num_heads"]
     lab = {"config": dict(digits.CONFIG), "state": state}
@@ -79,27 +90,38 @@ def importance_cases(rng):
         if data is None:  # n validation examples drawn from the stream
             pick = rng.choice(len(y), n, replace=False)
             data = x[pick], y[pick]
+        tolerance = NORMALISED_TOLERANCE if inputs.get("normalize", True) else IMPORTANCE_TOLERANCE
         return Case(name=name, driver="importance_run", rung=rung,
                     inputs={**model, "x": data[0][:n], "y": data[1][:n], "batch_size": batch_size,
-                            "sizes": sizes, **inputs}, **IMPORTANCE_TOLERANCE)
+                            "sizes": sizes, **inputs}, **tolerance)
 
     removed = np.ones((L, H), np.float32)
     removed[tuple(np.array([(layer, rng.integers(H)) for layer in rng.choice(L - 1, 2, replace=False)]).T)] = 0.0
     emptied = removed.copy()
     emptied[L - 1] = 0.0  # a layer with every head removed: its scores stay 0, never NaN
-    small_config = dict(num_layers=3, num_heads=5, d_model=20, d_ff=24, patch_dim=6, num_patches=7, num_classes=4)
+    small_config = dict(num_layers=2, num_heads=5, d_model=20, d_ff=24, patch_dim=6, num_patches=7, num_classes=4)
     small = {"config": small_config, "state": _random_state(rng, small_config)}
-    small_data = (rng.standard_normal((17, 7, 6)).astype(np.float32), rng.integers(0, 4, 17).astype(np.int64))
-    size = int(rng.integers(6, 9))
+    size = int(rng.integers(2, 4))  # the first batch; the second is 1 to size - 1 examples
+    small_data = (rng.standard_normal((2 * size - 1, 7, 6)).astype(np.float32),
+                  rng.integers(0, 4, 2 * size - 1).astype(np.int64))
+
+    def two(name, rung, **inputs):  # batches of size and 1..size-1 examples
+        last = int(rng.integers(1, size))
+        return case(f"{name}, batches of {size} and {last}", size + last, size, rung, **inputs)
+
     return [
-        case("lab model, normalize=False, batches with a smaller last one", 2 * size + 3, size, 0, normalize=False),
-        case("lab model, one example per batch (as in the lab), normalize=False", 5, 1, 0, normalize=False),
-        case("lab model (committed weights), normalize=True", 2 * size + 4, size, 1),
-        case("lab model, head_mask with two heads removed", 2 * size + 2, size, 2, head_mask=removed),
-        case("lab model, head_mask removing every head of the last layer", 2 * size + 1, size, 2, head_mask=emptied),
-        case("a random model of 3 layers x 5 heads, batches of 5, 5, 5 and 2", 17, 5, 3, model=small, data=small_data),
-        case("a random model left in training mode, normalize=False", 17, 5, 3, model=small, data=small_data,
-             normalize=False, train_mode=True),
+        two("lab model, normalize=False", 0, normalize=False),
+        case("lab model, one example per batch (as in the lab), normalize=False", 2, 1, 0, normalize=False),
+        two("lab model (committed weights), normalize=True", 1),
+        two("lab model, head_mask with two heads removed", 2, head_mask=removed),
+        # A row of zeros must stay zeros, never NaN: one batch shows it (the batches' weights, the
+        # gate's .grad and the mask across batches are the previous case's).
+        case(f"lab model, head_mask removing every head of the last layer, one batch of {size}",
+             size, size, 2, head_mask=emptied),
+        case(f"a random model of 2 layers x 5 heads, batches of {size} and {size - 1}", 2 * size - 1, size, 3,
+             model=small, data=small_data),
+        case("a random model left in training mode, normalize=False", 2 * size - 1, size, 3, model=small,
+             data=small_data, normalize=False, train_mode=True),
     ]
 
 

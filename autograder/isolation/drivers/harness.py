@@ -27,6 +27,21 @@ def HarnessAttention(embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, d
     return _harness_attention_class()(embed_dim, num_heads, kdim=kdim, vdim=vdim, bias=bias)
 
 
+def _unfilled_linear():
+    """``nn.Linear`` without torch's random initialisation, for parameters that are overwritten
+    right after (:func:`harness_digits` with a ``state``): the initialisation is half the cost
+    of building the lab model, which chapter 6's checks do once per case."""
+    if "unfilled" not in _CLASSES:
+        _, nn = _nn()
+
+        class Linear(nn.Linear):
+            def reset_parameters(self):
+                pass
+
+        _CLASSES["unfilled"] = Linear
+    return _CLASSES["unfilled"]
+
+
 _CLASSES = {}
 
 
@@ -37,35 +52,41 @@ def _harness_attention_class():
     F = torch.nn.functional
 
     class Attention(nn.Module):
-        def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True):
+        def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, linear=nn.Linear):
             super().__init__()
             self.num_heads, self.head_dim = num_heads, embed_dim // num_heads
-            self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
-            self.W_k = nn.Linear(kdim or embed_dim, embed_dim, bias=bias)
-            self.W_v = nn.Linear(vdim or embed_dim, embed_dim, bias=bias)
-            self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
+            self.W_q = linear(embed_dim, embed_dim, bias=bias)
+            self.W_k = linear(kdim or embed_dim, embed_dim, bias=bias)
+            self.W_v = linear(vdim or embed_dim, embed_dim, bias=bias)
+            self.W_o = linear(embed_dim, embed_dim, bias=bias)
 
         def forward(self, query, key, value, mask=None, head_mask=None):
             # PyTorch's own multi-head attention does the heads. Its head size is the query's
-            # width over num_heads, so the query goes in already projected (identity W_q):
-            # after prune_heads that width is num_heads * head_dim, no longer embed_dim.
-            q = self.W_q(query)
-            width = q.shape[-1]
+            # width over num_heads: after prune_heads, W_q's output (num_heads * head_dim) is
+            # narrower than the query, which then goes in already projected (identity W_q).
+            w_q, b_q = self.W_q.weight, self.W_q.bias
+            width = w_q.shape[0]
+            if width != query.shape[-1] or (b_q is not None and self.W_k.bias is None):
+                # Pruned (or a b_q without b_k, which PyTorch takes only with the others):
+                # project here, PyTorch's W_q is the identity.
+                query, w_q, b_q = self.W_q(query), torch.eye(width, dtype=query.dtype), None
             w_v, b_v = self.W_v.weight, self.W_v.bias
             if head_mask is not None:
                 # Each head's output is linear in its values: gating head h = scaling its rows
                 # of W_v and b_v (differentiable in the gate, as head_importance needs).
                 gate = head_mask.to(w_v.dtype).repeat_interleave(width // self.num_heads)
                 w_v, b_v = w_v * gate[:, None], None if b_v is None else b_v * gate
-            b_k = self.W_k.bias  # b_q is already in q
-            biases = None if b_k is None else torch.cat([torch.zeros_like(b_k), b_k, b_v])
-            batched = q.dim() == 3
+            b_k = self.W_k.bias
+            if b_k is not None:
+                b_q = torch.zeros_like(b_k) if b_q is None else b_q
+            biases = None if b_k is None else torch.cat([b_q, b_k, b_v])
+            batched = query.dim() == 3
             seq_first = (lambda x: x.transpose(0, 1)) if batched else (lambda x: x)
             out, _ = F.multi_head_attention_forward(
-                seq_first(q), seq_first(key), seq_first(value), width, self.num_heads,
+                seq_first(query), seq_first(key), seq_first(value), width, self.num_heads,
                 None, biases, None, None, False, 0.0, self.W_o.weight, self.W_o.bias,
-                training=False, need_weights=False, attn_mask=self._blocked(mask, q),
-                use_separate_proj_weight=True, q_proj_weight=torch.eye(width, dtype=q.dtype),
+                training=False, need_weights=False, attn_mask=self._blocked(mask, query),
+                use_separate_proj_weight=True, q_proj_weight=w_q,
                 k_proj_weight=self.W_k.weight, v_proj_weight=w_v)
             return seq_first(out), None  # the weights are not needed here
 
@@ -87,17 +108,20 @@ def _harness_attention_class():
     return Attention
 
 
-def harness_digits(config):
-    """The lab model (``lab.digits.DigitsTransformer``) with :func:`HarnessAttention`."""
+def harness_digits(config, state=None):
+    """The lab model (``lab.digits.DigitsTransformer``) with :func:`HarnessAttention`; with
+    ``state`` (parameter name -> array, every parameter of the model), its parameters are copies
+    of those arrays instead of torch's random initialisation."""
     torch, nn = _nn()
     d, heads, d_ff = config["d_model"], config["num_heads"], config["d_ff"]
+    linear = nn.Linear if state is None else _unfilled_linear()
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.norm1, self.attn = nn.LayerNorm(d), HarnessAttention(d, heads)
+            self.norm1, self.attn = nn.LayerNorm(d), _harness_attention_class()(d, heads, linear=linear)
             self.norm2 = nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
+            self.mlp = nn.Sequential(linear(d, d_ff), nn.GELU(), linear(d_ff, d))
 
         def forward(self, x, head_mask, class_token_only):
             h = self.norm1(x)
@@ -109,11 +133,11 @@ def harness_digits(config):
         def __init__(self):
             super().__init__()
             self.num_layers, self.num_heads = config["num_layers"], heads
-            self.embed = nn.Linear(config["patch_dim"], d)
+            self.embed = linear(config["patch_dim"], d)
             self.cls = nn.Parameter(torch.zeros(1, 1, d))
             self.pos = nn.Parameter(torch.zeros(1, config["num_patches"] + 1, d))
             self.blocks = nn.ModuleList(Block() for _ in range(self.num_layers))
-            self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, config["num_classes"])
+            self.norm, self.head = nn.LayerNorm(d), linear(d, config["num_classes"])
 
         def forward(self, x, head_mask=None):
             h = torch.cat([self.cls.expand(x.shape[0], -1, -1), self.embed(x)], dim=1) + self.pos  # (B, 1+P, d)
@@ -121,4 +145,25 @@ def harness_digits(config):
                 h = block(h, None if head_mask is None else head_mask[i], i == self.num_layers - 1)
             return self.head(self.norm(h[:, 0]))
 
-    return Digits()
+    model = Digits()
+    if state is not None:
+        _fill(model, state)
+    return model
+
+
+def _fill(model, state):
+    """Copy ``state`` into every parameter of ``model`` (which has no buffers), as a strict
+    ``load_state_dict`` does (same names, same shapes: no broadcasting), without its walk of
+    every module."""
+    torch, _ = _nn()
+    params = dict(model.named_parameters())
+    if set(params) != set(state):
+        raise KeyError(f"the state misses {sorted(set(params) - set(state))} and has unexpected "
+                       f"{sorted(set(state) - set(params))}")
+    with torch.no_grad():
+        for name, p in params.items():
+            value = torch.as_tensor(state[name])
+            if value.shape != p.shape:
+                raise ValueError(f"{name}: shape {tuple(value.shape)} in the state, {tuple(p.shape)} "
+                                 "in the model")
+            p.copy_(value)

@@ -32,7 +32,7 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
     """
 
     torch, _ = _nn()
-    model = _load(harness_digits(config), state).train(train_mode)
+    model = harness_digits(config, state).train(train_mode)
     before = _snapshot(model)
     x, y = torch.from_numpy(np.array(x)), torch.from_numpy(np.array(y))
     batches = [(x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, len(y), batch_size)]
