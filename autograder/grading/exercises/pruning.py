@@ -234,6 +234,7 @@ HEAD_IMPORTANCE = Exercise(
             _importance_bug("global_norm", global_norm=True),
     },
     timeout=30.0,
+    case_cpu=10.0,  # a case runs a model forward and backward; a learner may loop over heads
 )
 
 
@@ -373,6 +374,7 @@ PRUNE_HEADS = Exercise(
             prune_new_float32_linears),
     },
     timeout=20.0,
+    case_cpu=10.0,  # a case builds and runs layers
 )
 
 EXERCISES = (HEAD_IMPORTANCE, PRUNE_HEADS)
