@@ -258,7 +258,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     from . import summary
     stats = summary.summarize(reports)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
-    summary.plot(stats, out / "summary.png")
+    drawing = _beside(summary.plot, stats, out / "summary.png")  # matplotlib's import and drawing, on the other core
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
@@ -272,8 +272,20 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             console.print(sim.clusters_table(result.similarity))
     if anonymize:
         write_anonymous(out, rows, result, seed)
+    drawing.join()
+    if drawing.exitcode != 0:
+        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); the other files are complete")
     result.wall = time.perf_counter() - start
     return result
+
+
+def _beside(function, *args):
+    """``function(*args)`` in a forked process, started now (join it)."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("fork").Process(target=function, args=args, daemon=True)
+    process.start()
+    return process
 
 
 def _annotate(report: dict, learner: str, submission) -> None:

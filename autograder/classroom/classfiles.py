@@ -89,10 +89,19 @@ def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], ass
     hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
     for row in rows:
         text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
-        safe = _file_name(row["id"])
-        files.write_atomic(out / "feedback" / f"{safe}.md", text)
-        files.write_atomic(out / "feedback" / f"{safe}.html",
-                           feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
+        md, html = (out / "feedback" / f"{_file_name(row['id'])}{suffix}" for suffix in (".md", ".html"))
+        if html.exists() and _holds(md, text):
+            continue  # unchanged since the last run: its page is too (rendering all is most of a rerun)
+        # The page first: a run stopped between the two leaves an .md that differs, redone next time.
+        files.write_atomic(html, feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
+        files.write_atomic(md, text)
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def write_anonymous(out: Path, rows: list[dict], result, seed: int) -> None:
