@@ -12,7 +12,7 @@ Both runs are the ``mha-grade batch`` command in a fresh process, timed whole, a
 instructor runs it (imports, learner-side zygotes, class files, similarity included).
 Targets: at most 0.2 s of wall time per submission for the first run; the rerun after 5 more
 arrive grades exactly those 5, in under 10% of the first run's time and at most 3 s (the 5
-are a mix too: one of them loops forever, and costs its case's CPU limit, 1 s). A second
+are a mix too: one of them loops forever, and costs its case's CPU limit, 0.5 s). A second
 table gives each exercise's learner-side CPU time, from the reports, so the slowest checks show.
 
     python bench/batch.py [--n 300] [--late 10] [--more 5] [--jobs 2] [--target 0.2] [--rerun-target 3] [--regrade]

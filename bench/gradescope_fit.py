@@ -20,7 +20,8 @@ Two measurements, printed as tables (the README's table of settings comes from t
 
 Targets: the whole run's peak below 768 MB; each implementation's peak below the
 per-exercise memory limit; at half a CPU, twice an implementation's CPU time within its
-exercise's time limit (an estimate: one exercise's cases run in one process).
+exercise's time limit (an estimate: one exercise's cases run in one process); and the CPU
+time of all its cases within a tenth of one case's CPU limit (``Exercise.case_cpu``).
 
     python bench/gradescope_fit.py [--container-mb 768] [--cpus 0.5]
 """
@@ -68,7 +69,8 @@ def learner_side_peaks() -> list[dict]:
             row = _in_a_fork(lambda: _run_cases(exercise, implementation, np, judge, reference))
             rows.append({"exercise": exercise_id, "kind": kind,
                          "name": getattr(implementation, "__name__", "solutions"), **row,
-                         "limit_mb": exercise.memory_mb, "time_limit": exercise.timeout})
+                         "limit_mb": exercise.memory_mb, "time_limit": exercise.timeout,
+                         "case_cpu": exercise.case_cpu})
     return rows
 
 
@@ -287,6 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"{'PASS' if fits else 'MISS'}: whole run plus the largest learner-side peak "
                   f"({peak:.0f} + {max(r['peak_mb'] for r in rows):.0f} MB) within {args.container_mb:g} MB")
     console.print(f"{'PASS' if worst_ok else 'MISS'}: every implementation within its exercise's limits")
+    # A case's CPU limit stops infinite loops early; no correct learner may come near it. The
+    # CPU of all an exercise's cases together bounds its slowest case's.
+    tight = max(rows, key=lambda r: r["cpu_s"] / r["case_cpu"])
+    margin_ok = all(r["cpu_s"] <= r["case_cpu"] / 10 for r in rows)
+    worst_ok &= margin_ok
+    console.print(f"{'PASS' if margin_ok else 'MISS'}: every implementation's cases together within a tenth of "
+                  f"one case's CPU limit (closest: {tight['exercise']}/{tight['name']}, {tight['cpu_s']:.3f} s "
+                  f"against {tight['case_cpu']:g} s)")
     boxed = container_runs(args.container_mb, args.cpus, console) if args.container else True
     if args.container:
         console.print(f"{'PASS' if boxed else 'MISS'}: in the container, every exercise graded as expected "
