@@ -1,4 +1,4 @@
-"""The reference's outputs, kept on disk between grading runs.
+"""The reference's outputs and the drawn cases, kept on disk between grading runs.
 
 A grading run compares the learner's outputs with the reference's on the same cases; with
 the same grader, seed and library versions those reference outputs are the same every
@@ -6,7 +6,9 @@ time, and computing them is most of the grader's own work (a few hundred millise
 of it chapter 6's model). So they are stored, per exercise and seed, under a key that
 changes with anything they depend on (:func:`key`: the grader's version and the source of
 the solutions, checks, drivers and lab code, the library versions), and each stored output
-is used only for a case whose driver and inputs hash the same.
+is used only for a case whose driver and inputs hash the same. The cases themselves are
+stored too (:func:`cases`: chapter 6's draw reads the lab's weights and data), each file
+naming the exercise, seed and drawing function it holds.
 
 Where: ``$MHA_GRADE_CACHE``, else ``$XDG_CACHE_HOME/mha-grade`` or ``~/.cache/mha-grade``,
 a directory of the grader's user with mode 0700 (on Gradescope, root's: the learner's
