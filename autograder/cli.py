@@ -8,10 +8,11 @@ The learner-side process (the zygote) is started before the grader imports its c
 the reference solutions: torch is imported once, here, and the zygote forked from this
 process then, so it holds no reference code and the grader needs no second torch import.
 Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
-as a program on Linux, ``mha-grade`` checks its options (the submission is read after), then replaces itself (execve) by a
-fresh interpreter whose command line and environment say nothing, which forks the zygote
-first and only then reads the options and the environment from a memory file (``mha-grade
-batch`` likewise, with a zygote per grader: none imports torch again). The seed is
+as a program on Linux, ``mha-grade`` checks its options (the submission is read after),
+then replaces itself (execve) by a fresh interpreter whose command line and environment say
+nothing, which forks the zygote first and only then reads the options and the environment
+from a memory file (``mha-grade batch`` likewise, with a zygote per grader: none imports
+torch again). The seed is
 best given as ``--seed-file`` (a file only the grader can read), never seen by any other
 process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
 the options are unusable; 1 when the grader itself failed.
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             checked = 0 if batch else _check(argv)  # batch checks its options itself, after
             if checked:
                 return checked
-            _reexec(argv, _image_args(argv[1:] if batch else argv, batch))  # returns only if execve failed: go on here
+            # Returns only if execve failed: grading goes on in this process then.
+            _reexec(argv, _image_args(argv[1:] if batch else argv, batch))
     zygotes = []
     if options_fd is not None:  # the fresh image: the zygotes first, then the options
         from .isolation import sandbox

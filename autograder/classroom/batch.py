@@ -258,7 +258,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     from . import summary
     stats = summary.summarize(reports)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
-    drawing = _beside(summary.plot, stats, out / "summary.png")  # matplotlib's import and drawing, on the other core
+    drawing = _beside(summary.plot, stats, out / "summary.png")  # matplotlib's import and drawing: the other core
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
@@ -274,7 +274,8 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         write_anonymous(out, rows, result, seed)
     drawing.join()
     if drawing.exitcode != 0:
-        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); the other files are complete")
+        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
+             "the other files are complete")
     result.wall = time.perf_counter() - start
     return result
 

@@ -76,7 +76,8 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def pipeline_grader(user: str | None = None, time_limit: float | None = None, zygotes: int | list = 0) -> Callable:
+def pipeline_grader(user: str | None = None, time_limit: float | None = None,
+                    zygotes: int | list = 0) -> Callable:
     """``runner.grade_submission`` with one learner-side zygote per grader, reused.
 
     Called in the parent: the grader's modules (torch, the solutions, the checks) are imported
@@ -86,13 +87,14 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None, zy
     already started (``mha-grade`` forks them in its fresh image, before it reads the options),
     or how many to start now, before this process's own imports, so that theirs run beside
     it; the graders forked first take one each (:func:`grade_all`), a grader without one
-    starts its own at its first submission. Reuse is safe because the zygote never runs learner code itself, kills
-    every leftover process after each exercise, and no child outlives its submission.
+    starts its own at its first submission. Reuse is safe because the zygote never runs
+    learner code itself, kills every leftover process after each exercise, and no child
+    outlives its submission.
     """
     from ..isolation import sandbox
 
-    # Fresh interpreters (fork=False), never forks of this process: a forked zygote would
-    # hold the batch's state and hand the learner's children its pipes to the graders.
+    # Those started here are fresh interpreters (fork=False), never forks of this process: a
+    # forked zygote would hold the batch's state and hand the learner's children its pipes.
     early = list(zygotes) if isinstance(zygotes, list) else [sandbox.Zygote(user=user, fork=False)
                                                              for _ in range(zygotes)]
     from ..grading import exercises, judge, runner  # noqa: F401
@@ -175,8 +177,8 @@ def _serve(conn, others, parent: int, grade: Callable, exercises, seed, slot: in
 class _Grader:
     def __init__(self, ctx, grade, exercises, seed, others=(), slot: int | None = None):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, daemon=True,
-                                   args=(child, [o.conn for o in others], os.getpid(), grade, exercises, seed, slot))
+        self.process = ctx.Process(target=_serve, daemon=True, args=(
+            child, [o.conn for o in others], os.getpid(), grade, exercises, seed, slot))
         self.process.start()
         child.close()
         self.job: tuple[str, Path] | None = None

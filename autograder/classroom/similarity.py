@@ -164,7 +164,8 @@ class Similarity:
         found = read_json(f, self._warn) if f.exists() else None
         if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
             try:
-                exercises = {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in found["exercises"].items()}
+                exercises = {e: dict(c, fingerprints=_unpacked(c["fingerprints"]))
+                             for e, c in found["exercises"].items()}
                 self.cached += 1
                 return exercises
             except (AttributeError, KeyError, TypeError, ValueError):
