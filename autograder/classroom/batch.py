@@ -231,11 +231,6 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     for o in result.outcomes:
         if o.learner in refused:
             save(o)
-    # Beside the grading, in forked processes: the similarity (it reads the code, not the
-    # grades) and matplotlib's import for summary.png, drawn once the grades are in.
-    finding = _Beside(_find_similar, out, {k: (s.sha256, s.sources) for k, s in loaded.items()},
-                      warn) if similarity else None
-    drawing = _Beside(_draw_when_told, out / "summary.png")
     spare = list(zygotes or [])
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=console, disable=not progress,
@@ -263,88 +258,35 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     from . import summary
     stats = summary.summarize(reports)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
-    drawing.tell(stats)
+    drawing = _beside(summary.plot, stats, out / "summary.png")  # matplotlib's import and drawing: the other core
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
         from . import similarity as sim
-        result.similarity = finding.answer()
-        if result.similarity is None:  # its process failed: found here, at the price of waiting
-            warn("the similarity's process failed; it is computed again here")
-            _find_similar(None, out, {k: (s.sha256, s.sources) for k, s in loaded.items()}, warn, result)
+        finder = sim.Similarity(out / ".similarity", warn=warn)
+        code = {learner: finder.code(sub.sha256, sub.sources) for learner, sub in loaded.items()}
+        result.similarity = finder.run(code)
         files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
         files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))
         if progress:
             console.print(sim.clusters_table(result.similarity))
     if anonymize:
         write_anonymous(out, rows, result, seed)
-    if drawing.answer() is not True:
-        warn(f"{out / 'summary.png'} could not be drawn; the other files are complete")
+    drawing.join()
+    if drawing.exitcode != 0:
+        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
+             "the other files are complete")
     result.wall = time.perf_counter() - start
     return result
 
 
-class _Beside:
-    """``function(conn, *args)`` in a forked process started now, which dies with this one:
-    :meth:`tell` sends it a value, :meth:`answer` waits for the one it sends back (None if it
-    failed)."""
+def _beside(function, *args):
+    """``function(*args)`` in a forked process, started now (join it)."""
+    import multiprocessing
 
-    def __init__(self, function, *args):
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-        self.conn, theirs = context.Pipe()
-        self.process = context.Process(target=_dying_with, args=(os.getpid(), function, theirs, *args), daemon=True)
-        self.process.start()
-        theirs.close()
-
-    def tell(self, value) -> None:
-        try:
-            self.conn.send(value)
-        except OSError:  # it is gone: answer() says so
-            pass
-
-    def answer(self):
-        try:
-            return self.conn.recv()
-        except (EOFError, OSError):
-            return None
-        finally:
-            self.conn.close()
-            self.process.join()
-
-
-def _dying_with(parent: int, function, *args) -> None:
-    from .graders import _die_with_parent
-
-    _die_with_parent(parent)
-    function(*args)
-
-
-def _find_similar(conn, out: Path, submissions: dict, warn, result=None) -> None:
-    """The class's clusters (:mod:`.similarity`) from ``{learner: (content hash, sources)}``,
-    sent on ``conn`` (or set on ``result``)."""
-    from . import similarity as sim
-
-    finder = sim.Similarity(out / ".similarity", warn=warn)
-    found = finder.run({learner: finder.code(sha, sources) for learner, (sha, sources) in submissions.items()})
-    if conn is None:
-        result.similarity = found
-    else:
-        conn.send(found)
-
-
-def _draw_when_told(conn, path: Path) -> None:
-    """summary.png from the class's statistics, once they come; matplotlib imported meanwhile."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-
-    from . import summary
-
-    summary.plot(conn.recv(), path)
-    conn.send(True)
+    process = multiprocessing.get_context("fork").Process(target=function, args=args, daemon=True)
+    process.start()
+    return process
 
 
 def _annotate(report: dict, learner: str, submission) -> None:
