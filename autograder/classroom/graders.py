@@ -226,26 +226,34 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         graders[i].kill()
         graders[i] = _Grader(ctx, grade, exercises, seed, [g for j, g in enumerate(graders) if j != i])
 
-    def finish(grader: _Grader, report: dict | None, error: str | None, seconds: float, cpu: float = 0.0) -> None:
-        learner = grader.job[0]
+    def feed() -> None:
+        """Each idle grader takes the next submission (one that died while idle is replaced)."""
+        for i, g in enumerate(graders):
+            if g.job is None and queue:
+                job = queue.pop(0)
+                try:
+                    g.send(*job)
+                except OSError:  # it died while idle: replace it and retry the job
+                    queue.insert(0, job)
+                    g.job = None
+                    replace(i)
+
+    def finish(i: int, report: dict | None, error: str | None, seconds: float, cpu: float = 0.0,
+               dead: bool = False) -> None:
+        learner = graders[i].job[0]
         if report is None:
             report = error_report(learner, f"the grader failed on this submission: {error}", exercises, seed)
         outcome = Outcome(learner, report, seconds, error=error, cpu=cpu)
         outcomes.append(outcome)
-        grader.job = None
+        graders[i].job = None
+        if dead:
+            replace(i)
+        feed()  # its next submission first: no grader waits while this one's files are written
         on_done(outcome)
 
     try:
         while queue or any(g.job for g in graders):
-            for i, g in enumerate(graders):
-                if g.job is None and queue:
-                    job = queue.pop(0)
-                    try:
-                        g.send(*job)
-                    except OSError:  # it died while idle: replace it and retry the job
-                        queue.insert(0, job)
-                        g.job = None
-                        replace(i)
+            feed()
             busy = [g for g in graders if g.job]
             if not busy:
                 continue
@@ -259,7 +267,7 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
                 if g.conn in ready:
                     try:
                         learner, report, error, seconds, cpu = g.conn.recv()
-                        finish(g, report, error, seconds, cpu)
+                        finish(i, report, error, seconds, cpu)
                         continue
                     except (EOFError, OSError):
                         why = "the grading process died (killed or crashed)"
@@ -267,8 +275,7 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
                     why = f"grading took longer than {timeout:g} s and was stopped"
                 else:
                     continue
-                finish(g, None, why, elapsed)
-                replace(i)
+                finish(i, None, why, elapsed, dead=True)
     finally:
         for g in graders:
             g.kill() if g.job else g.stop()
