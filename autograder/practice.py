@@ -67,7 +67,8 @@ class SpawnZygote:
     def launch(self, workdir: str = ""):
         """A child ready for its job: its imports done, so that the exercise's time limit
         counts the learner's code only."""
-        from .isolation.sandbox import Child, ZygoteError
+        from .isolation.exchange import Child
+        from .isolation.sandbox import ZygoteError
 
         process, sock = self.spare if self.spare is not None else self._spawn()
         self.spare = self._spawn()  # the next exercise's: its imports overlap this one's run

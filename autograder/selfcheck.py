@@ -126,7 +126,7 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 
 def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> list:
     """The learner's outputs on the stored cases, from a confined child (as the grader does)."""
-    from .isolation import sandbox
+    from .isolation import exchange
 
     cases = data["cases"]
     child = zygote.launch()
@@ -147,7 +147,7 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
         missing = CaseError("timeout", f"this case used more than {data['case_cpu']:g} s of CPU time "
                                        "(an infinite loop, or far too slow)")
     elif ended == "closed":
-        missing = sandbox.describe_exit(status)
+        missing = exchange.describe_exit(status)
     else:
         missing = CaseError("garbage", "no result for this case")
     return [missing if o is None else o for o in outputs]

@@ -39,7 +39,7 @@ def timed(cmd: list[str]) -> float:
 STEPS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from autograder.isolation import sandbox
+from autograder.isolation import exchange, sandbox
 zygote = sandbox.Zygote()  # torch imported here, then the zygote forked
 t1 = time.perf_counter()
 from autograder.grading import cache, runner
@@ -58,7 +58,7 @@ def timed(owner, name, label):
 timed(runner, "exercise_cases", "cases drawn or read")
 timed(cache, "warm", "reference outputs read or computed")
 timed(sandbox.Zygote, "launch", "children forked")
-timed(sandbox.Child, "start", "jobs sent")
+timed(exchange.Child, "start", "jobs sent")
 timed(runner, "_outputs", "waiting for the learner's children")
 timed(runner, "_judge", "judging")
 report = runner.grade_submission(submission.load("solutions"), seed=0, zygote=zygote)

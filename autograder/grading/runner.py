@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .. import __version__
-from ..isolation import protocol, sandbox
+from ..isolation import exchange, protocol, sandbox
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
@@ -132,7 +132,7 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
 class _Running:
     exercise: Exercise
     cases: list[Case]
-    child: sandbox.Child | None
+    child: exchange.Child | None
     timeout: float
     proxies: dict
     early: list | None = None  # outputs decided without a child (budget spent)
@@ -148,10 +148,10 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
     # first, so that with two children the rest runs beside them instead of after them.
     order = sorted(selected, key=lambda e: -e.timeout)
     results, queue, upcoming = [], deque(), iter(order)
-    idle: list[sandbox.Child] = []  # children that finished an exercise reusable
+    idle: list[exchange.Child] = []  # children that finished an exercise reusable
     launched = iter(range(10**9))  # numbers each child's scratch directory
 
-    def start(job: dict) -> sandbox.Child:
+    def start(job: dict) -> exchange.Child:
         """A child working on ``job``: an idle one if it still takes jobs, else a fresh one."""
         while idle:
             reused = idle.pop()
@@ -239,7 +239,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")
     elif ended == "closed":
-        missing = sandbox.describe_exit(status)
+        missing = exchange.describe_exit(status)
     else:
         missing = CaseError("garbage", "no result for this case")
     return [missing if o is None else o for o in outputs]

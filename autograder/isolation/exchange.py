@@ -1,0 +1,143 @@
+"""The grader's exchange with one child of the zygote: :meth:`Child.start` sends it an
+exercise's job, :meth:`Child.collect` answers its calls to proxied exercises and gathers one
+output per case until the deadline, or until a case has used its CPU limit (read from the
+kernel's count, which the learner's code cannot change). ``sandbox.py`` starts and ends the
+children; ``child.py`` is the code that runs in them.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..spec import CaseError
+from . import protocol
+
+SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
+CPU_POLL = 0.1  # seconds between two looks at a waiting child's CPU time
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc is Linux's
+
+
+@dataclass
+class Child:
+    pid: int
+    sock: socket.socket
+    workdir: str = ""
+    reusable: bool = False  # said "done" with its process state still pristine
+
+    def start(self, job: dict) -> bool:
+        """Send the job: the child starts on it at once (False if it is gone or does not read it)."""
+        self.reusable = False
+        try:
+            self.sock.settimeout(SEND_SECONDS)
+            protocol.send(self.sock, job)
+            return True
+        except OSError:  # socket.timeout included
+            return False
+
+    def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
+                case_timeouts: list | None = None, case_cpu: float | None = None) -> tuple[list, str | None]:
+        """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
+
+        ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
+        previous case's report (or of the start) as well. ``case_cpu``: CPU seconds the child
+        may spend on any one case. Returns one entry per case (plain output, CaseError, or None
+        when none came) and why the exchange ended early (``"timeout"``, ``"cpu"`` for a case
+        over ``case_cpu``, ``"closed"``, ``"garbage"``), or None.
+        """
+        outputs: list = [None] * n_cases
+        progress = time.monotonic()
+        spent = self.cpu_seconds() if case_cpu is not None else None
+        while True:
+            pending = next((i for i, o in enumerate(outputs) if o is None), None)
+            limit = case_timeouts[pending] if case_timeouts and pending is not None else None
+            until = deadline if limit is None else min(deadline, progress + limit)
+            # An infinite loop shows as CPU time: looked at every CPU_POLL seconds of waiting, it
+            # is stopped within a fraction of a second of its case's CPU limit, while a case merely
+            # slowed by a busy machine (wall time, not CPU) is given the exercise's whole limit.
+            # (The wait is for the first byte only: a frame once begun is read whole.)
+            if spent is not None and not _readable(self.sock, min(until, time.monotonic() + CPU_POLL)):
+                if self.cpu_seconds() - spent > case_cpu:
+                    return outputs, "cpu"
+                if time.monotonic() < until:
+                    continue
+            try:
+                frame = protocol.recv_frame(self.sock, until)
+            except TimeoutError:
+                return outputs, "timeout"
+            except protocol.Closed:
+                return outputs, "closed"
+            except protocol.Garbage:
+                return outputs, "garbage"
+            try:
+                msg = protocol.decode(frame)
+            except protocol.Garbage as err:
+                # Which case it was is unknowable; the first without an output takes the blame.
+                slot = next((i for i, o in enumerate(outputs) if o is None), None)
+                if slot is not None:
+                    outputs[slot] = CaseError("garbage", str(err))
+                continue
+            if type(msg) is not dict:
+                return outputs, "garbage"
+            if "call" in msg:
+                msg = protocol.decode(frame, torch_tensors=True)  # the reference takes tensors
+                reply = answer(msg.get("call"), msg.get("args"), msg.get("kwargs"))
+                try:
+                    protocol.send_frame(self.sock, reply)
+                except OSError:
+                    return outputs, "closed"
+            elif msg.get("done") is True:
+                self.reusable = msg.get("reusable") is True
+                return outputs, None
+            elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
+                progress = time.monotonic()
+                if spent is not None:
+                    spent = self.cpu_seconds()
+                if "ok" in msg:
+                    outputs[msg["case"]] = msg["ok"]
+                else:
+                    outputs[msg["case"]] = _case_error(msg.get("error"))
+            else:
+                return outputs, "garbage"
+
+
+    def cpu_seconds(self) -> float:
+        """CPU time the child has used (user and system, all its threads), read by the kernel's
+        count, which its own code cannot change; 0.0 when unreadable (the wall limits still hold)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+
+def _readable(sock: socket.socket, until: float) -> bool:
+    return bool(select.select([sock], [], [], max(0.0, until - time.monotonic()))[0])
+
+
+def _case_error(error) -> CaseError:
+    kinds = ("not_implemented", "missing", "import", "exception", "timeout", "memory", "crash", "garbage")
+    if type(error) is list and len(error) == 2 and error[0] in kinds and type(error[1]) is str:
+        return CaseError(error[0], error[1][:2000])
+    return CaseError("garbage", "the learner's process sent a malformed error")
+
+
+def describe_exit(status: int | None) -> CaseError:
+    """How a child that sent no result for a case ended, as that case's error."""
+    if status is None:
+        return CaseError("crash", "it stopped before returning a result")
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            return CaseError("timeout", "your code used more CPU time than allowed")
+        if sig == signal.SIGKILL:
+            return CaseError("memory", "the process was killed (SIGKILL), most likely for using too much memory")
+        return CaseError("crash", f"killed by signal {signal.Signals(sig).name}")
+    code = os.WEXITSTATUS(status)
+    return CaseError("crash", f"it exited (status {code}) before returning a result: os._exit, "
+                              "or an exit the grader could not catch")
