@@ -231,7 +231,11 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     for o in result.outcomes:
         if o.learner in refused:
             save(o)
-    spare = list(zygotes or [])
+    # One zygote started early per grader to come; those beyond the submissions to grade (or
+    # all, when the caller brings its own grade function) are not needed.
+    early = [] if grade else list(zygotes or [])[:len(todo)]
+    for zygote in (zygotes or [])[len(early):]:
+        zygote.close()
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=console, disable=not progress,
                   transient=False) as bar:
@@ -241,15 +245,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                 bar.update(task, last=outcome.learner)
                 save(outcome)
                 bar.advance(task)
-            early = [] if grade else spare[:len(todo)]
-            del spare[:len(early)]
-            for zygote in spare:  # more than there are submissions to grade: not needed
-                zygote.close()
             grade = grade or pipeline_grader(user, time_limit, zygotes=early or min(jobs, len(todo)))
             result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
                                          timeout=timeout, on_done=done)
-        for zygote in spare:  # nothing to grade: the zygotes started in case there was
-            zygote.close()
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
     rows = class_rows(reports, submissions, learners, late, warn, result, export)

@@ -147,14 +147,14 @@ def harness_digits(config, state=None):
 
     model = Digits()
     if state is not None:
-        _fill(model, state)
+        fill(model, state)
     return model
 
 
-def _fill(model, state):
-    """Copy ``state`` into every parameter of ``model`` (which has no buffers), as a strict
-    ``load_state_dict`` does (same names, same shapes: no broadcasting), without its walk of
-    every module."""
+def fill(model, state):
+    """Copy ``state`` (parameter name -> array) into every parameter of ``model`` (which has no
+    buffers), as a strict ``load_state_dict`` does (same names, same shapes: no broadcasting,
+    the model's dtype kept), without its walk of every module. Returns ``model``."""
     torch, _ = _nn()
     params = dict(model.named_parameters())
     if set(params) != set(state):
@@ -167,3 +167,4 @@ def _fill(model, state):
                 raise ValueError(f"{name}: shape {tuple(value.shape)} in the state, {tuple(p.shape)} "
                                  "in the model")
             p.copy_(value)
+    return model

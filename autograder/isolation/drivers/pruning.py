@@ -9,14 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import describe_result, plain
-from .harness import HarnessAttention, _nn, harness_digits
+from .harness import HarnessAttention, _nn, fill, harness_digits
 from .layer import _param_shapes
-
-
-def _load(module, state):
-    torch, _ = _nn()
-    module.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
-    return module
 
 
 def _snapshot(model):
@@ -67,7 +61,7 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
     torch, _ = _nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
                              vdim=config.get("vdim"), bias=config.get("bias", True))
-    layer = _load(layer.to(getattr(torch, dtype)), state).eval()
+    layer = fill(layer.to(getattr(torch, dtype)), state).eval()
     q, k, v = (torch.from_numpy(np.array(a)).to(getattr(torch, dtype)) for a in (query, key, value))
     prune = ns.module("pruning").prune_heads
     data, outs, same = {}, {}, True
