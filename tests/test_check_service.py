@@ -84,7 +84,12 @@ def test_the_service_and_its_zygote_die_with_the_kernel(tmp_path):
 def test_the_channel_is_private():
     service.grade("split_heads", SOLUTIONS, "solutions")
     pid = service._SERVICE.process.pid
-    sockets = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    sockets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            sockets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:  # a cache file the idle service opened and has closed since
+            pass
     inodes = {s[len("socket:["):-1] for s in sockets if s.startswith("socket:[")}
     listening = []
     for table in ("tcp", "tcp6", "udp", "udp6"):
