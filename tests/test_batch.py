@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import batch, similarity, summary
+from autograder.classroom import batch, intake, similarity, summary
 from autograder.spec import POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,18 +109,18 @@ def test_rerun_grades_only_changed_submissions(tmp_path):
 
 def test_content_hash_ignores_caches_and_zip_timestamps(tmp_path):
     root = _class(tmp_path, {"ada": GOOD})
-    h = batch.content_hash(root / "ada")
+    h = intake.content_hash(root / "ada")
     (root / "ada" / "__pycache__").mkdir()
     (root / "ada" / "__pycache__" / "attention.cpython-311.pyc").write_bytes(b"\0")
-    assert batch.content_hash(root / "ada") == h
+    assert intake.content_hash(root / "ada") == h
     (root / "ada" / "data.bin").write_bytes(b"\0" * 1000)  # nothing a grader reads
-    assert batch.content_hash(root / "ada") == h
+    assert intake.content_hash(root / "ada") == h
     (root / "ada" / "attention.py").write_text(GOOD + "\n")
-    assert batch.content_hash(root / "ada") != h
+    assert intake.content_hash(root / "ada") != h
     z1 = shutil.make_archive(str(tmp_path / "z1"), "zip", root / "ada")
     os.utime(root / "ada" / "attention.py", (1e9, 1e9))
     z2 = shutil.make_archive(str(tmp_path / "z2"), "zip", root / "ada")
-    assert batch.content_hash(Path(z1)) == batch.content_hash(Path(z2))
+    assert intake.content_hash(Path(z1)) == intake.content_hash(Path(z2))
 
 
 def test_find_submissions_dirs_zips_and_notebooks(tmp_path):
@@ -129,7 +129,7 @@ def test_find_submissions_dirs_zips_and_notebooks(tmp_path):
     (tmp_path / "bob.zip").write_bytes(b"PK")
     (tmp_path / "cy.ipynb").write_text("{}")
     (tmp_path / "notes.txt").write_text("")
-    assert sorted(batch.find_submissions(tmp_path)) == ["ada", "bob", "cy"]
+    assert sorted(intake.find_submissions(tmp_path)) == ["ada", "bob", "cy"]
 
 
 def test_summary_counts_mistakes_once_per_learner():
@@ -165,7 +165,9 @@ OWN = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axi
 def _similar(tmp_path, learners: dict[str, str], finder=None):
     finder = finder or similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
     code = {k: finder.code(hashlib.sha256(v.encode()).hexdigest(), {"attention": v}) for k, v in learners.items()}
-    return finder, finder.run(code)
+    result = finder.run(code)
+    similarity.save(finder.folder, finder.new)
+    return finder, result
 
 
 def test_similarity_sees_through_renaming_and_formatting(tmp_path):
