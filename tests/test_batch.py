@@ -198,6 +198,62 @@ def test_similarity_leaves_out_common_code_and_normalises_only_new_submissions(t
     assert "3 learners" not in md and "2 learners: cy, dee" in md
 
 
+# ------------------------------------------------- the process ahead (classroom/ahead.py)
+
+def _ahead(argv: list):
+    """The process ahead, started as ``mha-grade batch`` starts it: its options in a memory file."""
+    from autograder.classroom import ahead
+
+    fd = os.memfd_create("options", 0)
+    os.write(fd, json.dumps({"argv": ["batch", *map(str, argv)], "env": dict(os.environ)}).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        return ahead.Ahead.start(fd)
+    finally:
+        os.close(fd)
+
+
+def test_the_process_ahead_reads_what_the_batch_would_and_writes_nothing(tmp_path):
+    root = _class(tmp_path, {"ada": BODY, "bob": RENAMED, "cy": OWN})
+    (root / "dee.zip").write_bytes(b"not a zip")
+    out = tmp_path / "out"
+    started = _ahead([root, "--out", out, "--jobs", "2", "--similarity"])
+    ready = started.prepared(intake.asked(root, out, 2, None, True))
+    started.close()
+    own = intake.prepare(root, out, 2, None, True, warn=lambda m: None)
+    assert ready is not None and ready.asked == own.asked
+    assert {k: v.sha256 for k, v in ready.loaded.items()} == {k: v.sha256 for k, v in own.loaded.items()}
+    assert ready.refused == own.refused and list(ready.refused) == ["dee"]
+    assert [c.learners for c in ready.similar.clusters] == [c.learners for c in own.similar.clusters] == [["ada", "bob"]]
+    assert ready.fingerprints.keys() == own.fingerprints.keys() and len(ready.fingerprints) == 3
+    assert not out.exists()  # read only: the batch writes, once it is sure to run
+
+
+def test_a_batch_whose_process_ahead_died_or_read_another_command_reads_the_class_itself(tmp_path):
+    import signal
+
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    other = _ahead([root, "--out", tmp_path / "elsewhere", "--jobs", "2"])
+    dead = _ahead([root, "--out", out, "--jobs", "2"])
+    os.kill(dead.pid, signal.SIGKILL)
+    for started in (other, dead):
+        result = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, force=True, ahead=started)
+        assert result.graded == 2 and set(_grades(out)) == {"ada", "bob"}
+        assert (out / "summary.png").read_bytes()[:4] == b"\x89PNG"  # by it, or beside when it is dead
+
+
+def test_the_process_ahead_draws_the_summary_and_is_reaped(tmp_path):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    started = _ahead([root, "--out", out, "--jobs", "2"])
+    result = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, ahead=started)
+    assert result.graded == 2 and started.exitcode == 0
+    assert (out / "summary.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left
+        os.waitpid(started.pid, os.WNOHANG)
+
+
 def test_batch_with_the_real_pipeline(tmp_path):
     """Three learners through the isolated pipeline, one exercise: correct, stubs, os._exit at import."""
     pytest.importorskip("autograder.grading.runner")

@@ -24,7 +24,9 @@ isolated pipeline (``runner.grade_submission``: the learner's code never runs in
 The parent gives every submission a wall-clock deadline; a grader that passes it, or dies,
 is killed with its whole process group and replaced, and that learner gets an error report,
 so one hostile submission costs only its own time. Graders die with the batch however it
-dies (``PR_SET_PDEATHSIG``), and hold no other grader's pipe.
+dies (``PR_SET_PDEATHSIG``), and hold no other grader's pipe. What needs no grader, reading
+the class (:mod:`.intake`) and drawing the summary, is done by the process ahead
+(:mod:`.ahead`) when the command runs as a program: the class is read while torch is imported.
 
 A grade is reused only when everything it was computed from is unchanged: the submission's
 graded sources, the grader's own code and checks, the solutions, the seed and the options
