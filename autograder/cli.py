@@ -65,11 +65,15 @@ def main(argv: list[str] | None = None) -> int:
                 return checked
             # Returns only if execve failed: grading goes on in this process then.
             _reexec(argv, _image_args(argv[1:] if batch else argv, batch))
-    zygotes = []
+    zygotes, ahead = [], None
     if options_fd is not None:  # the fresh image: the zygotes first, then the options
+        image = _image_parser().parse_args(argv)
+        if image.ahead:  # before torch's import: reads the class on the other core meanwhile
+            from .classroom.ahead import Ahead
+
+            ahead = Ahead.start(int(options_fd))
         from .isolation import sandbox
 
-        image = _image_parser().parse_args(argv)
         try:
             for _ in range(image.zygotes):
                 zygotes.append(sandbox.Zygote(user=image.run_as))
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         argv = _read_options(int(options_fd))
     if argv[:1] == ["batch"]:
-        return _batch(argv[1:], zygotes)
+        return _batch(argv[1:], zygotes, ahead)
     return _grade(argv, zygotes[0] if zygotes else None)
 
 
@@ -194,7 +198,8 @@ def _check(argv: list[str]) -> int:
 
 def _image_args(argv: list[str], batch: bool) -> list[str]:
     """What the fresh image needs before it reads the options: how many zygotes to fork (one
-    per grader of a batch) and the learner user; nothing else of the command line."""
+    per grader of a batch), the learner user and whether it is a batch; nothing else of the
+    command line."""
     if batch:
         sniff = argparse.ArgumentParser(add_help=False)
         sniff.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
@@ -206,13 +211,14 @@ def _image_args(argv: list[str], batch: bool) -> list[str]:
         count, run_as = max(0, min(known.jobs, os.cpu_count() or 1, 64)), known.run_as
     else:
         count, run_as = 1, parser().parse_args(argv).run_as
-    return ["--zygotes", str(count), *(["--run-as", run_as] if run_as else [])]
+    return ["--zygotes", str(count), *(["--run-as", run_as] if run_as else []), *(["--ahead"] if batch else [])]
 
 
 def _image_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--zygotes", type=int, default=1)
     p.add_argument("--run-as")
+    p.add_argument("--ahead", action="store_true", help="a batch: fork the process ahead (classroom/ahead.py)")
     return p
 
 
@@ -252,10 +258,10 @@ def _read_options(fd: int) -> list[str]:
     return saved["argv"]
 
 
-def _batch(argv: list[str], zygotes: list) -> int:
+def _batch(argv: list[str], zygotes: list, ahead) -> int:
     from .classroom import batch
 
-    return batch.main(argv, zygotes=zygotes)
+    return batch.main(argv, zygotes=zygotes, ahead=ahead)
 
 
 if __name__ == "__main__":

@@ -143,9 +143,8 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
     if ended == "timeout":
         missing = CaseError("timeout", f"no result within {data['timeout']:g} s "
                                        "(an infinite loop, or far too slow)")
-    elif ended == "cpu":
-        missing = CaseError("timeout", f"this case used more than {data['case_cpu']:g} s of CPU time "
-                                       "(an infinite loop, or far too slow)")
+    elif ended in ("cpu", "import_cpu"):
+        missing = exchange.over_cpu(ended, data["case_cpu"], data["module"])
     elif ended == "closed":
         missing = exchange.describe_exit(status)
     else:

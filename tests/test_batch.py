@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import batch, similarity, summary
+from autograder.classroom import batch, intake, similarity, summary
 from autograder.spec import POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,18 +109,18 @@ def test_rerun_grades_only_changed_submissions(tmp_path):
 
 def test_content_hash_ignores_caches_and_zip_timestamps(tmp_path):
     root = _class(tmp_path, {"ada": GOOD})
-    h = batch.content_hash(root / "ada")
+    h = intake.content_hash(root / "ada")
     (root / "ada" / "__pycache__").mkdir()
     (root / "ada" / "__pycache__" / "attention.cpython-311.pyc").write_bytes(b"\0")
-    assert batch.content_hash(root / "ada") == h
+    assert intake.content_hash(root / "ada") == h
     (root / "ada" / "data.bin").write_bytes(b"\0" * 1000)  # nothing a grader reads
-    assert batch.content_hash(root / "ada") == h
+    assert intake.content_hash(root / "ada") == h
     (root / "ada" / "attention.py").write_text(GOOD + "\n")
-    assert batch.content_hash(root / "ada") != h
+    assert intake.content_hash(root / "ada") != h
     z1 = shutil.make_archive(str(tmp_path / "z1"), "zip", root / "ada")
     os.utime(root / "ada" / "attention.py", (1e9, 1e9))
     z2 = shutil.make_archive(str(tmp_path / "z2"), "zip", root / "ada")
-    assert batch.content_hash(Path(z1)) == batch.content_hash(Path(z2))
+    assert intake.content_hash(Path(z1)) == intake.content_hash(Path(z2))
 
 
 def test_find_submissions_dirs_zips_and_notebooks(tmp_path):
@@ -129,7 +129,7 @@ def test_find_submissions_dirs_zips_and_notebooks(tmp_path):
     (tmp_path / "bob.zip").write_bytes(b"PK")
     (tmp_path / "cy.ipynb").write_text("{}")
     (tmp_path / "notes.txt").write_text("")
-    assert sorted(batch.find_submissions(tmp_path)) == ["ada", "bob", "cy"]
+    assert sorted(intake.find_submissions(tmp_path)) == ["ada", "bob", "cy"]
 
 
 def test_summary_counts_mistakes_once_per_learner():
@@ -165,7 +165,9 @@ OWN = ("import numpy as np\ndef softmax(x, axis=-1):\n    x = np.moveaxis(x, axi
 def _similar(tmp_path, learners: dict[str, str], finder=None):
     finder = finder or similarity.Similarity(tmp_path / "cache", warn=lambda m: None)
     code = {k: finder.code(hashlib.sha256(v.encode()).hexdigest(), {"attention": v}) for k, v in learners.items()}
-    return finder, finder.run(code)
+    result = finder.run(code)
+    similarity.save(finder.folder, finder.new)
+    return finder, result
 
 
 def test_similarity_sees_through_renaming_and_formatting(tmp_path):
@@ -194,6 +196,62 @@ def test_similarity_leaves_out_common_code_and_normalises_only_new_submissions(t
     assert sorted(c.learners for c in result.clusters) == [["ada", "bob"], ["cy", "dee"], ["t6", "t7"]]
     md = similarity.clusters_markdown(result)
     assert "3 learners" not in md and "2 learners: cy, dee" in md
+
+
+# ------------------------------------------------- the process ahead (classroom/ahead.py)
+
+def _ahead(argv: list):
+    """The process ahead, started as ``mha-grade batch`` starts it: its options in a memory file."""
+    from autograder.classroom import ahead
+
+    fd = os.memfd_create("options", 0)
+    os.write(fd, json.dumps({"argv": ["batch", *map(str, argv)], "env": dict(os.environ)}).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        return ahead.Ahead.start(fd)
+    finally:
+        os.close(fd)
+
+
+def test_the_process_ahead_reads_what_the_batch_would_and_writes_nothing(tmp_path):
+    root = _class(tmp_path, {"ada": BODY, "bob": RENAMED, "cy": OWN})
+    (root / "dee.zip").write_bytes(b"not a zip")
+    out = tmp_path / "out"
+    started = _ahead([root, "--out", out, "--jobs", "2", "--similarity"])
+    ready = started.prepared(intake.asked(root, out, 2, None, True))
+    started.close()
+    own = intake.prepare(root, out, 2, None, True, warn=lambda m: None)
+    assert ready is not None and ready.asked == own.asked
+    assert {k: v.sha256 for k, v in ready.loaded.items()} == {k: v.sha256 for k, v in own.loaded.items()}
+    assert ready.refused == own.refused and list(ready.refused) == ["dee"]
+    assert [c.learners for c in ready.similar.clusters] == [c.learners for c in own.similar.clusters] == [["ada", "bob"]]
+    assert ready.fingerprints.keys() == own.fingerprints.keys() and len(ready.fingerprints) == 3
+    assert not out.exists()  # read only: the batch writes, once it is sure to run
+
+
+def test_a_batch_whose_process_ahead_died_or_read_another_command_reads_the_class_itself(tmp_path):
+    import signal
+
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    other = _ahead([root, "--out", tmp_path / "elsewhere", "--jobs", "2"])
+    dead = _ahead([root, "--out", out, "--jobs", "2"])
+    os.kill(dead.pid, signal.SIGKILL)
+    for started in (other, dead):
+        result = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, force=True, ahead=started)
+        assert result.graded == 2 and set(_grades(out)) == {"ada", "bob"}
+        assert (out / "summary.png").read_bytes()[:4] == b"\x89PNG"  # by it, or beside when it is dead
+
+
+def test_the_process_ahead_draws_the_summary_and_is_reaped(tmp_path):
+    root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "def softmax(x): return x"})
+    out = tmp_path / "out"
+    started = _ahead([root, "--out", out, "--jobs", "2"])
+    result = batch.run_batch(root, out, jobs=2, grade=_fake_grade, progress=False, ahead=started)
+    assert result.graded == 2 and started.exitcode == 0
+    assert (out / "summary.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left
+        os.waitpid(started.pid, os.WNOHANG)
 
 
 def test_batch_with_the_real_pipeline(tmp_path):

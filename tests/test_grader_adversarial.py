@@ -23,7 +23,7 @@ import pytest
 from processes import running
 
 from autograder.grading import runner
-from autograder.isolation import protocol, sandbox
+from autograder.isolation import exchange, protocol, sandbox
 from autograder.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def assert_only(results, hurt: str, status: str | tuple[str, ...], kind_text: st
 def test_infinite_loop_times_out_alone(zygote, tmp_path):
     results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
                           ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
-    # Stopped by its case's CPU limit (1 s), long before the exercise's 60 s.
+    # Stopped by its case's CPU limit (0.5 s), long before the exercise's 60 s.
     assert_only(results, "softmax", "timed out", f"more than {EXERCISES['softmax'].case_cpu:g} s of CPU time")
     assert took < 20
 
@@ -91,6 +91,27 @@ def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_pat
     results, took = grade(submission(tmp_path, "attention", "slow_but_right"), zygote, ["softmax"], time_limit=30)
     assert results["softmax"].status == "passed", results["softmax"].feedback
     assert took > 0.25 * len(results["softmax"].cases)  # it did wait, and was waited for
+
+
+def test_a_slow_import_is_not_charged_to_the_first_case(zygote, tmp_path):
+    # 1 s of CPU at the module's top: twice softmax's CPU limit per case, well under the import's.
+    assert EXERCISES["softmax"].case_cpu < 1.0 < exchange.IMPORT_CPU
+    results, _ = grade(submission(tmp_path, "attention", "slow_import", SECONDS="1.0"), zygote,
+                       ["softmax", "scaled_dot_product_attention"], time_limit=30)
+    for r in results.values():
+        assert (r.status, r.score) == ("passed", r.max_score), r.feedback
+
+
+def test_an_import_that_never_ends_is_stopped_at_the_import_cpu_limit(zygote, tmp_path, monkeypatch):
+    monkeypatch.setattr(exchange, "IMPORT_CPU", 1.0)
+    results, took = grade(submission(tmp_path, "attention", "slow_import", SECONDS="1e9"), zygote,
+                          ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
+    for hurt in ("softmax", "scaled_dot_product_attention"):  # attention.py's two exercises
+        r = results[hurt]
+        assert (r.status, r.score) == ("timed out", 0), r.feedback
+        assert "importing attention.py used more than 1 s of CPU time" in " ".join(c.feedback for c in r.cases)
+    assert (results["causal_mask"].status, results["causal_mask"].score) == ("passed", 4)
+    assert took < 20  # two imports stopped after 1 s of CPU each, not two 60 s limits
 
 
 def test_memory_bomb_is_stopped(zygote, tmp_path):

@@ -24,7 +24,9 @@ isolated pipeline (``runner.grade_submission``: the learner's code never runs in
 The parent gives every submission a wall-clock deadline; a grader that passes it, or dies,
 is killed with its whole process group and replaced, and that learner gets an error report,
 so one hostile submission costs only its own time. Graders die with the batch however it
-dies (``PR_SET_PDEATHSIG``), and hold no other grader's pipe.
+dies (``PR_SET_PDEATHSIG``), and hold no other grader's pipe. What needs no grader, reading
+the class (:mod:`.intake`) and drawing the summary, is done by the process ahead
+(:mod:`.ahead`) when the command runs as a program: the class is read while torch is imported.
 
 A grade is reused only when everything it was computed from is unchanged: the submission's
 graded sources, the grader's own code and checks, the solutions, the seed and the options
@@ -45,17 +47,13 @@ from typing import Callable
 
 from .. import __version__
 from ..spec import POINTS
-from . import files, gradebook, gradescope_export
+from . import files, gradebook, intake
 from .classfiles import class_rows, write_anonymous, write_class_files
 from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
+from .intake import BatchError
 
-SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
 PACKAGE = Path(__file__).resolve().parent.parent  # autograder/
 SEED_FILE = ".seed"
-
-
-class BatchError(Exception):
-    """An unusable command: one line that names the problem (exit status 2, nothing written)."""
 
 
 @dataclass
@@ -71,20 +69,7 @@ class BatchResult:
         return sum(not o.skipped for o in self.outcomes)
 
 
-# --------------------------------------------------------------------------- submissions
-
-def find_submissions(directory: Path) -> dict[str, Path]:
-    """Learner id -> submission path: every sub-directory, ``.zip`` and ``.ipynb`` of DIR."""
-    found = {}
-    for p in sorted(Path(directory).iterdir()):
-        if p.name.startswith(".") or p.name in SKIP or p.is_symlink():
-            continue
-        if p.is_dir():
-            found[p.name] = p
-        elif p.suffix.lower() in (".zip", ".ipynb") and p.is_file():
-            found[p.stem] = p
-    return found
-
+# ---------------------------------------------------------------------- what a grade is for
 
 def grader_fingerprint() -> str:
     """A hash of everything a grade depends on besides the submission: the grader's modules
@@ -100,17 +85,6 @@ def grader_fingerprint() -> str:
             h.update(f"{rel}\0{len(data)}\0".encode())
             h.update(data)
     return h.hexdigest()
-
-
-def content_hash(path: Path) -> str:
-    """The hash of what the grader reads from ``path`` (its graded sources), or of the reason
-    it reads nothing."""
-    from ..submission import SubmissionError, load
-
-    try:
-        return load(path).sha256
-    except SubmissionError as err:
-        return "unreadable:" + hashlib.sha256(str(err).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------- seed
@@ -137,43 +111,16 @@ def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> in
 
 # ----------------------------------------------------------------------------------- batch
 
-def check_command(directory: Path, out: Path, jobs: int,
-                  warn=lambda message: None) -> tuple[dict[str, Path], gradescope_export.Export | None]:
-    """The submissions of ``directory`` (and its Gradescope export, if it is one), or
-    BatchError naming why the command cannot be right."""
-    directory, out = Path(directory), Path(out)
-    if jobs < 1:
-        raise BatchError(f"--jobs must be at least 1, not {jobs}")
-    if directory.suffix.lower() == ".zip" and directory.is_file():
-        raise BatchError(f"{directory} is a zip: unzip it and give its folder (Gradescope's export unzips to "
-                         "assignment_<id>_export/, with submission_metadata.yml)")
-    if not directory.is_dir():
-        raise BatchError(f"{directory} is not a directory of submissions")
-    d, o = directory.resolve(), out.resolve()
-    if o == d or d in o.parents:
-        raise BatchError(f"the output folder {out} is inside the class folder {directory}: "
-                         "its files would be read as submissions; choose another --out")
-    if o in d.parents:
-        raise BatchError(f"the class folder {directory} is inside the output folder {out}; choose another --out")
-    root = gradescope_export.export_root(directory, SKIP)
-    submissions = find_submissions(root or directory)
-    if not submissions:
-        raise BatchError(f"no submissions in {directory}: expected one folder, .zip or .ipynb per learner")
-    export = gradescope_export.read_export(root, submissions, warn) if root else None
-    return (export.submissions if export else submissions), export
-
-
 def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False, similarity: bool = False,
               exercises: list[str] | None = None, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
               grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
               roster: Path | None = None, late: gradebook.LatePolicy | None = None, anonymize: bool = False,
               assignment: str = "Multi-head attention", progress: bool = True, console=None,
-              zygotes: list | None = None) -> BatchResult:
-    """Grade every submission of ``directory`` into ``out``; see the module docstring."""
+              zygotes: list | None = None, ahead=None) -> BatchResult:
+    """Grade every submission of ``directory`` into ``out``; see the module docstring.
+    ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..submission import SubmissionError, load
 
     console = console or Console(stderr=True)
 
@@ -184,8 +131,13 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
 
     start = time.perf_counter()
     out = Path(out)
-    submissions, export = check_command(directory, out, jobs, warn)
-    learners = gradebook.read_roster(roster) if roster else None  # before anything is written
+    ready = ahead.prepared(intake.asked(directory, out, jobs, roster, similarity)) if ahead else None
+    if ready is None:
+        ready = intake.prepare(directory, out, jobs, roster, similarity, warn)
+    else:  # read by the process ahead: what it had to say is said now, in order
+        for message in ready.warnings:
+            warn(message)
+    submissions, loaded, refused = ready.submissions, ready.loaded, ready.refused
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
     files.clean_temporaries(out / "reports")
@@ -198,14 +150,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     key = {"grader": grader_fingerprint(), "seed": seed, "exercises": sorted(exercises) if exercises else None,
            "time_limit": time_limit}
     hashes, todo, result = {}, {}, BatchResult(seed=seed)
-    loaded, refused = {}, {}
     for learner, path in submissions.items():
-        try:
-            loaded[learner] = load(path)
-            sha = loaded[learner].sha256
-        except SubmissionError as err:
-            refused[learner] = str(err).replace(str(path), learner)
-            sha = "unreadable:" + hashlib.sha256(refused[learner].encode()).hexdigest()
+        sha = (loaded[learner].sha256 if learner in loaded
+               else "unreadable:" + hashlib.sha256(refused[learner].encode()).hexdigest())
         hashes[learner] = {"sha256": sha, **key}
         report_file = out / "reports" / f"{learner}.json"
         if learner in refused:  # nothing to grade: its report says why, at no cost
@@ -250,20 +197,20 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, submissions, learners, late, warn, result, export)
-    write_class_files(out, rows, reports, assignment, seed)
-
+    rows = class_rows(reports, submissions, ready.learners, late, warn, result, ready.export)
     from . import summary
     stats = summary.summarize(reports)
+    # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
+    drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
+                                                                                      out / "summary.png")
+    write_class_files(out, rows, reports, assignment, seed)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
-    drawing = _beside(summary.plot, stats, out / "summary.png")  # matplotlib's import and drawing: the other core
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
         from . import similarity as sim
-        finder = sim.Similarity(out / ".similarity", warn=warn)
-        code = {learner: finder.code(sub.sha256, sub.sources) for learner, sub in loaded.items()}
-        result.similarity = finder.run(code)
+        sim.save(out / ".similarity", ready.fingerprints)
+        result.similarity = ready.similar
         files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
         files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))
         if progress:
@@ -298,8 +245,7 @@ def _annotate(report: dict, learner: str, submission) -> None:
 
 # ------------------------------------------------------------------------------------- CLI
 
-def main(argv: list[str] | None = None, zygotes: list | None = None) -> int:
-    """``zygotes``: learner-side processes ``mha-grade`` forked before reading the options."""
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mha-grade batch", description=(
         "Grade every submission of DIR (one folder, .zip or .ipynb per learner, named by learner id; or "
         "Gradescope's Export Submissions, unzipped) in parallel; write grades.csv, canvas.csv, a feedback "
@@ -332,7 +278,20 @@ def main(argv: list[str] | None = None, zygotes: list | None = None) -> int:
     parser.add_argument("--unconfined", action="store_true",
                         help="grade even where the learners' code cannot be confined (trusted code only)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no tables")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, zygotes: list | None = None, ahead=None) -> int:
+    """``zygotes``: learner-side processes ``mha-grade`` forked before reading the options;
+    ``ahead``: the process it forked before importing torch, reading the class (:mod:`.ahead`)."""
+    try:
+        return _main(parser().parse_args(argv), zygotes, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
 
     def refuse(message: str) -> int:
         print(f"mha-grade batch: {message}", file=sys.stderr)
@@ -361,7 +320,8 @@ def main(argv: list[str] | None = None, zygotes: list | None = None) -> int:
         result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
                            time_limit=args.time_limit, roster=args.roster, late=late, anonymize=args.anonymize,
-                           assignment=args.assignment, progress=not args.quiet, zygotes=zygotes)
+                           assignment=args.assignment, progress=not args.quiet, zygotes=zygotes,
+                           ahead=ahead)
     except (BatchError, gradebook.RosterError) as err:
         return refuse(str(err))
     n = len(result.outcomes)

@@ -21,8 +21,8 @@ An integrity aid, not a verdict: it points an instructor at submissions worth re
    work grows with the shared fingerprints, not with the number of pairs; report the
    *clusters* (connected groups) and the exercises that link each.
 
-Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``): a rerun
-after late submissions normalises only the new ones; steps 3-4 are a linear pass over the
+Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written by
+:func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a linear pass over the
 class's fingerprints.
 """
 from __future__ import annotations
@@ -155,13 +155,14 @@ class Similarity:
         self._warn = warn
         self._stubs = None
         self.normalised = self.cached = 0
+        self.new: dict[str, dict] = {}  # content hash -> fingerprints computed here, for save()
 
     def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
         """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission."""
-        from .files import read_json, write_json
+        from .files import read_json
 
         f = self.folder / "code" / f"{content_hash}.json"
-        found = read_json(f, self._warn) if f.exists() else None
+        found = self.new.get(content_hash) or (read_json(f, self._warn) if f.exists() else None)
         if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
             try:
                 exercises = {e: dict(c, fingerprints=_unpacked(c["fingerprints"]))
@@ -179,8 +180,8 @@ class Similarity:
             if tokens and tokens != self._stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
                 exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
                                        "fingerprints": fingerprints(tokens)}
-        write_json(f, {"version": CACHE_VERSION, "exercises": {
-            e: dict(c, fingerprints=_packed(c["fingerprints"])) for e, c in exercises.items()}})
+        self.new[content_hash] = {"version": CACHE_VERSION, "exercises": {
+            e: dict(c, fingerprints=_packed(c["fingerprints"])) for e, c in exercises.items()}}
         return exercises
 
     def run(self, code: dict[str, dict[str, dict]]) -> SimilarityResult:
@@ -209,6 +210,15 @@ class Similarity:
                 if smaller >= MIN_FINGERPRINTS and k / smaller >= self.threshold:
                     links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
         return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached)
+
+
+def save(folder, new: dict[str, dict]) -> None:
+    """Cache the fingerprints a finder computed (its ``new``); done once the batch is sure to
+    run, so that a refused command writes nothing."""
+    from .files import write_json
+
+    for content_hash, entry in new.items():
+        write_json(Path(folder) / "code" / f"{content_hash}.json", entry)
 
 
 def _clusters(links: dict[tuple[str, str], dict[str, float]]) -> list[Cluster]:

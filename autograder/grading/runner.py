@@ -233,9 +233,8 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
         else:
             why = "the run's time budget ran out during this exercise"
         missing = CaseError("timeout", why)
-    elif ended == "cpu":
-        missing = CaseError("timeout", f"this case used more than {run.exercise.case_cpu:g} s of CPU time "
-                                       "(an infinite loop, or far too slow)")
+    elif ended in ("cpu", "import_cpu"):
+        missing = exchange.over_cpu(ended, run.exercise.case_cpu, run.exercise.module)
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")
     elif ended == "closed":

@@ -30,6 +30,7 @@ def run(sock, job, drivers, pristine) -> bool:
     blocker.package = submission
     ns = Namespace(submission)
     setup_error = _prepare(ns, job, drivers)
+    protocol.send(sock, {"imported": True})  # the grader times each case from here
     for i, (driver, inputs) in enumerate(job["cases"]):
         if setup_error is not None:
             protocol.send(sock, {"case": i, "error": [setup_error.kind, setup_error.message]})

@@ -19,6 +19,9 @@ from . import protocol
 
 SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
 CPU_POLL = 0.1  # seconds between two looks at a waiting child's CPU time
+# Importing a learner's module may take far longer than a case: its top may import matplotlib,
+# SciPy or pandas (0.5-1 s of CPU each here). That is not the case's time, and has its own limit.
+IMPORT_CPU = 5.0
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc is Linux's
 
 
@@ -44,14 +47,16 @@ class Child:
         """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
 
         ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
-        previous case's report (or of the start) as well. ``case_cpu``: CPU seconds the child
-        may spend on any one case. Returns one entry per case (plain output, CaseError, or None
-        when none came) and why the exchange ended early (``"timeout"``, ``"cpu"`` for a case
-        over ``case_cpu``, ``"closed"``, ``"garbage"``), or None.
+        previous case's report (or of the module's import) as well. ``case_cpu``: CPU seconds
+        the child may spend on any one case, after ``IMPORT_CPU`` for importing the module.
+        Returns one entry per case (plain output, CaseError, or None when none came) and why
+        the exchange ended early (``"timeout"``, ``"cpu"`` for a case over ``case_cpu``,
+        ``"import_cpu"``, ``"closed"``, ``"garbage"``), or None.
         """
         outputs: list = [None] * n_cases
         progress = time.monotonic()
         spent = self.cpu_seconds() if case_cpu is not None else None
+        importing = True  # until the child says the module's import is over
         while True:
             pending = next((i for i, o in enumerate(outputs) if o is None), None)
             limit = case_timeouts[pending] if case_timeouts and pending is not None else None
@@ -61,8 +66,8 @@ class Child:
             # slowed by a busy machine (wall time, not CPU) is given the exercise's whole limit.
             # (The wait is for the first byte only: a frame once begun is read whole.)
             if spent is not None and not _readable(self.sock, min(until, time.monotonic() + CPU_POLL)):
-                if self.cpu_seconds() - spent > case_cpu:
-                    return outputs, "cpu"
+                if self.cpu_seconds() - spent > (IMPORT_CPU if importing else case_cpu):
+                    return outputs, "import_cpu" if importing else "cpu"
                 if time.monotonic() < until:
                     continue
             try:
@@ -90,6 +95,10 @@ class Child:
                     protocol.send_frame(self.sock, reply)
                 except OSError:
                     return outputs, "closed"
+            elif msg.get("imported") is True and importing:  # the cases' clocks start now
+                importing, progress = False, time.monotonic()
+                if spent is not None:
+                    spent = self.cpu_seconds()
             elif msg.get("done") is True:
                 self.reusable = msg.get("reusable") is True
                 return outputs, None
@@ -125,6 +134,15 @@ def _case_error(error) -> CaseError:
     if type(error) is list and len(error) == 2 and error[0] in kinds and type(error[1]) is str:
         return CaseError(error[0], error[1][:2000])
     return CaseError("garbage", "the learner's process sent a malformed error")
+
+
+def over_cpu(ended: str, case_cpu: float, module: str) -> CaseError:
+    """The error of the cases left when the exchange ended on CPU time (``"cpu"``, ``"import_cpu"``)."""
+    if ended == "import_cpu":
+        return CaseError("timeout", f"importing {module}.py used more than {IMPORT_CPU:g} s of CPU time "
+                                    "(a loop at the top of the module, or far too slow)")
+    return CaseError("timeout", f"this case used more than {case_cpu:g} s of CPU time "
+                                "(an infinite loop, or far too slow)")
 
 
 def describe_exit(status: int | None) -> CaseError:
