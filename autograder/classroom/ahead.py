@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import threading
 
 
@@ -49,8 +50,8 @@ class Ahead:
         from .intake import Prepared
 
         try:
-            ready = self.conn.recv()
-        except (EOFError, OSError, ValueError, TypeError, AttributeError, ImportError):  # it died: no matter
+            ready = pickle.loads(self.conn.recv_bytes())
+        except Exception:  # noqa: BLE001  it died, or sent half: the batch reads the class itself
             return None
         return ready if isinstance(ready, Prepared) and ready.asked == asked else None
 
@@ -103,22 +104,28 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
                                    warn=lambda message: None)  # kept in ready.warnings
         except (Exception, SystemExit):  # noqa: BLE001  the batch reads it again and says why
             ready = None
+    try:
+        data = pickle.dumps(ready)
+    except Exception:  # noqa: BLE001  unpicklable: the batch reads the class itself
+        data = pickle.dumps(None)
     # Sent while matplotlib is imported: the batch takes it when its zygotes exist.
-    sending = threading.Thread(target=conn.send, args=(ready,))
+    sending = threading.Thread(target=conn.send_bytes, args=(data,))
     sending.start()
-    import matplotlib
+    try:  # the drawing's imports, ahead of it; a failure here shows when it is drawn
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-
-    from .summary import plot
-
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
     sending.join()
     try:
         stats, path = conn.recv()
     except (EOFError, OSError):
         return
     try:
+        from .summary import plot
+
         plot(stats, path)
         conn.send(0)
     except Exception:  # noqa: BLE001  the batch says it could not be drawn
