@@ -226,6 +226,18 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _open_files(pid: int) -> set:
+    """What process ``pid``'s descriptors name: files, and sockets and pipes by inode
+    (an inherited descriptor names the same one as its parent's)."""
+    held = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:  # closed meanwhile
+            pass
+    return held - {"/dev/null"}
+
+
 def _memory_holds(pid: int, needles: list[bytes]) -> set:
     """Which needles are anywhere in the readable memory of process ``pid`` (read from here)."""
     found = set()
@@ -314,6 +326,10 @@ def test_a_batchs_learner_side_holds_no_secret_either(tmp_path):
         needles = [seed.encode(), env_secret.encode(), b"CLASSSECRET", b"PATHSECRET"]
         for pid in learners:
             assert _memory_holds(pid, needles) == set(), pid
+        # Nor any descriptor of the batch's: its end of the channel to the process ahead
+        # (which holds the options), its output files, its pipes to the graders.
+        batch_holds = _open_files(proc.pid)
+        assert batch_holds and all(not (_open_files(pid) & batch_holds) for pid in learners)
     finally:
         proc.kill()
         proc.wait()
