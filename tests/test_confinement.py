@@ -221,8 +221,11 @@ def test_the_seed_the_environment_and_the_output_paths_stay_with_the_grader(tmp_
 def _children(pid: int) -> list[int]:
     out = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            out += [int(p) for p in f.read().split()]
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += [int(p) for p in f.read().split()]
+        except FileNotFoundError:  # a thread that ended while the tasks were listed
+            pass
     return out
 
 
