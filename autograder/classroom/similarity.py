@@ -21,9 +21,9 @@ An integrity aid, not a verdict: it points an instructor at submissions worth re
    work grows with the shared fingerprints, not with the number of pairs; report the
    *clusters* (connected groups) and the exercises that link each.
 
-Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written by
-:func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a linear pass over the
-class's fingerprints.
+Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written
+by :func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a
+linear pass over the class's fingerprints.
 """
 from __future__ import annotations
 
