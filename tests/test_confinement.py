@@ -309,6 +309,24 @@ def test_the_secret_seed_is_never_in_the_learner_sides_memory(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="reads another process's memory (root)")
+def test_a_batchs_learner_finds_no_secret_either(tmp_path):
+    # The batch, its graders and the process ahead (which reads the class while torch is
+    # imported) all hold the seed and the instructor's environment: none can be read from here.
+    seed, env_secret = "97531864", "hush-TOKEN-5151"
+    klass, out = tmp_path / "class", tmp_path / "out-PATHSECRET-88"
+    notes = tmp_path / "instructor-notes.txt"
+    notes.write_text("answers")
+    klass.mkdir()
+    shutil.move(hostile(tmp_path, "snoop_secrets", SECRET_SEED_VALUE=seed, SECRET_ENV_VALUE=env_secret,
+                        SECRET_PATH_VALUE="PATHSECRET", SECRET_FILE=notes), klass / "mallory")
+    mha_grade(["batch", klass, "--out", out, "--seed", seed, "-e", "softmax", "-e", "causal_mask", "--jobs", "1",
+               "--similarity", "--quiet"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret})
+    results = {e["id"]: e for e in json.loads((out / "reports" / "mallory.json").read_text())["exercises"]}
+    said = results["softmax"]["cases"][0]["feedback"]
+    assert "FOUND  END" in said, said  # ran, and found nothing: argv, environ, /proc (memory too), cwd
+    assert results["causal_mask"]["score"] == 4
+
+
 def test_a_batchs_learner_side_holds_no_secret_either(tmp_path):
     # mha-grade batch forks its graders' zygotes in its fresh image, before it reads the
     # options: neither they nor the children running the learners' code hold the seed, the
