@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, sandbox.ZygoteError) as err:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
-        argv = _read_options(int(options_fd))
+        argv = read_options(int(options_fd))
     if argv[:1] == ["batch"]:
         return _batch(argv[1:], zygotes, ahead)
     return _grade(argv, zygotes[0] if zygotes else None)
@@ -249,10 +249,12 @@ def _image_path() -> list[str]:
     return [p for p in sys.path if os.path.realpath(p or ".") != here or here == home]
 
 
-def _read_options(fd: int) -> list[str]:
-    """The real options and environment, read once the zygote exists (it closed this fd)."""
-    with os.fdopen(fd, "rb") as f:
-        saved = json.loads(f.read())
+def read_options(fd: int) -> list[str]:
+    """The real options, with the whole environment restored, read once the zygote exists (it
+    closed this fd); ``pread`` leaves the file offset, which a process forked earlier (the
+    batch's process ahead, ``classroom/ahead.py``) shares, where it was."""
+    saved = json.loads(os.pread(fd, os.fstat(fd).st_size, 0))
+    os.close(fd)
     os.environ.clear()
     os.environ.update(saved["env"])
     return saved["argv"]

@@ -75,7 +75,8 @@ def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str
     arrays: dict = {}
     data = {
         "id": exercise.id, "module": exercise.module, "points": exercise.points, "timeout": exercise.timeout,
-        "case_cpu": exercise.case_cpu, "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED, "ladder": [list(r) for r in exercise.ladder],
+        "case_cpu": exercise.case_cpu, "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED,
+        "ladder": [list(r) for r in exercise.ladder],
         "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays),
                    "weight": c.weight, "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties),
                    "timeout": c.timeout, "rung": c.rung,

@@ -13,7 +13,6 @@ the batch then reads the class itself (:meth:`Ahead.prepared` returns None).
 """
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import threading
@@ -89,17 +88,15 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing to say but through the batch, which says it once
         os.dup2(devnull, fd)
-    # The options as the batch will read them; pread leaves the shared file offset alone.
-    saved = json.loads(os.pread(options_fd, os.fstat(options_fd).st_size, 0))
-    os.close(options_fd)
-    os.environ.clear()
-    os.environ.update(saved["env"])
+    from ..cli import read_options
+
+    argv = read_options(options_fd)  # as the batch will read them
     ready = None
-    if saved["argv"][:1] == ["batch"]:
+    if argv[:1] == ["batch"]:
         from . import batch, intake
 
         try:
-            args = batch.parser().parse_args(saved["argv"][1:])
+            args = batch.parser().parse_args(argv[1:])
             ready = intake.prepare(args.directory, args.out, args.jobs, args.roster, args.similarity,
                                    warn=lambda message: None)  # kept in ready.warnings
         except (Exception, SystemExit):  # noqa: BLE001  the batch reads it again and says why
