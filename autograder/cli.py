@@ -37,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--exercise", "-e", action="append", metavar="ID",
                    help="grade only this exercise (repeatable)")
     p.add_argument("--json", metavar="PATH", help="write the full report as JSON")
-    p.add_argument("--gradescope", metavar="PATH", help="write a Gradescope results.json")
+    p.add_argument("--gradescope", metavar="PATH",
+                   help="write a Gradescope results.json (what learners see: never the seed nor a hidden value)")
     seed = p.add_mutually_exclusive_group()
     seed.add_argument("--seed", type=int, default=0, help="seed of the randomized cases (default 0)")
     seed.add_argument("--seed-file", metavar="PATH",
@@ -130,7 +131,7 @@ def _grade(argv: list[str], zygote) -> int:
     if args.gradescope:
         report_mod.write_atomic(args.gradescope, json.dumps(report_mod.to_gradescope(report), indent=2))
     if args.quiet:
-        print(f"{report_mod._points(report.score)}/{report_mod._points(report.max_score)}")
+        print(f"{report_mod._points(report.shown()[1])}/{report_mod._points(report.max_score)}")
     else:
         report_mod.print_table(report)
     return 0

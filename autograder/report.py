@@ -1,4 +1,9 @@
-"""The grade, three ways: a terminal table (rich), a JSON report, a Gradescope results.json.
+"""The grade, three ways: a terminal table (rich), a JSON report, a Gradescope results.json
+(written by ``classroom/gradescope.py``, the one writer of it).
+
+Learner text in a report is inert from the start (``inert.py``: no escape sequence or other
+control reaches a terminal or a file); the terminal table prints it as rich ``Text``, never as
+markup, so "[green]100/100[/]" in an exception's message reads as those characters.
 
 Only the grader's process writes reports, and it writes them last, atomically (a temporary
 file renamed over the target): whatever the learner's code wrote at those paths while it ran
@@ -14,7 +19,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .scoring import points
+from .inert import inert
+from .scoring import points, shown_points
 from .spec import ExerciseResult
 
 # How each status reads in the table, and its colour.
@@ -39,8 +45,17 @@ class Report:
     # What the submission's files were: {"taken": [...], "ignored": [...]} (submission.load).
     intake: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        # The submission's file names are the learner's (a zip member may be named anything).
+        self.submission = inert(self.submission)
+        self.intake = {k: [inert(name) for name in v] if isinstance(v, list) else v for k, v in self.intake.items()}
+
     def to_dict(self) -> dict:
         return _finite(dataclasses.asdict(self))
+
+    def shown(self) -> tuple[list[float], float]:
+        """Each exercise's score and the total as every writer shows them (``scoring.shown_points``)."""
+        return shown_points([r.score for r in self.exercises])
 
 
 # ------------------------------------------------------------------------------ terminal
@@ -50,17 +65,18 @@ def table(report: Report, *, width: int | None = None):
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=f"mha-grade: {report.submission}", title_justify="left", show_lines=False,
+    t = Table(title=Text(f"mha-grade: {report.submission}"), title_justify="left", show_lines=False,
               expand=False, width=width)
     t.add_column("exercise", no_wrap=True)
     t.add_column("score", justify="right", no_wrap=True)
     t.add_column("status", no_wrap=True)
     t.add_column("feedback", overflow="fold")
-    for r in report.exercises:
-        t.add_row(r.id, f"{_points(r.score)}/{_points(r.max_score)}",
-                  Text(r.status, style=STYLE.get(r.status, "")), feedback(r))
+    shown, total = report.shown()
+    for r, score in zip(report.exercises, shown):
+        t.add_row(Text(r.id), f"{_points(score)}/{_points(r.max_score)}",
+                  Text(r.status, style=STYLE.get(r.status, "")), Text(feedback(r)))
     t.add_section()
-    t.add_row(Text("total", style="bold"), Text(f"{_points(report.score)}/{_points(report.max_score)}",
+    t.add_row(Text("total", style="bold"), Text(f"{_points(total)}/{_points(report.max_score)}",
                                                 style="bold"), "", "")
     return t
 
@@ -86,12 +102,14 @@ def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
 def print_table(report: Report, console=None) -> None:
     from rich.console import Console
 
+    from rich.text import Text
+
     console = console or Console()
     console.print(table(report))
     if report.intake.get("taken"):
-        console.print("graded: " + "; ".join(report.intake["taken"]))
+        console.print(Text("graded: " + "; ".join(map(inert, report.intake["taken"]))))
     if report.intake.get("ignored"):
-        console.print("not graded: " + "; ".join(report.intake["ignored"]))
+        console.print(Text("not graded: " + "; ".join(map(inert, report.intake["ignored"]))))
     console.print(f"seed {report.seed} · submission sha256 {report.submission_sha256[:12]} · "
                   f"grader {report.grader_version} · {report.wall_time:.2f} s", style="dim")
     warning = confinement_warning(report.confinement)
@@ -127,34 +145,11 @@ def to_json(report: Report) -> str:
 
 
 def to_gradescope(report: Report) -> dict:
-    """Gradescope's results.json: one test per case, named "<exercise id>: <case name>"."""
-    tests = []
-    for r in report.exercises:
-        notes = "".join(f"\nnote: {n}" for n in r.notes)
-        if not r.cases:  # no case results (e.g. the grader failed): the exercise as one test
-            tests.append(_test(f"{r.id}: {r.status}", r.score, r.max_score,
-                               r.status == "passed", (r.feedback + notes).strip()))
-            continue
-        for c in r.cases:
-            output = c.feedback or ("passed" if c.passed else "failed")
-            if c.diagnosis and c.diagnosis.lower() not in output.lower():
-                output += f" Likely cause: {c.diagnosis}"
-            tests.append(_test(f"{r.id}: {c.name}", c.score, c.max_score, c.passed, output + notes))
-    warning = confinement_warning(report.confinement)
-    return _finite({
-        "score": report.score,
-        "execution_time": report.wall_time,
-        "output": f"{_points(report.score)}/{_points(report.max_score)} points "
-                  f"(seed {report.seed}, submission sha256 {report.submission_sha256[:12]}, "
-                  f"grader {report.grader_version})" + (f"\n{warning}" if warning else ""),
-        "visibility": "visible",
-        "tests": tests,
-    })
+    """Gradescope's results.json: one test per exercise, what learners see at once bounded and
+    never the seed (``classroom/gradescope.py``, which the bundle's run_autograder uses too)."""
+    from .classroom.gradescope import results
 
-
-def _test(name, score, max_score, passed, output) -> dict:
-    return {"name": name, "score": score, "max_score": max_score,
-            "status": "passed" if passed else "failed", "output": output, "visibility": "visible"}
+    return results(report.to_dict())
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:

@@ -12,6 +12,7 @@ ladder where the code stops being right, and the summary sentence.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -39,6 +40,19 @@ ERROR_KINDS = ("import", "crash", "memory")
 def points(x: float) -> str:
     """Points as a report shows them: ``7`` or ``3.43``."""
     return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+
+
+def shown_points(scores) -> tuple[list[float], float]:
+    """The one rounding rule of every score a person reads (terminal, Gradescope, gradebook,
+    feedback): each part (an exercise's score) to hundredths, half up, and the total the sum of
+    those rounded parts, so the shown parts always add up to the shown total. Exercises are
+    worth whole points (``spec.COURSE``), so a full mark shows whole.
+
+    ``shown_points([3.3333333, 4.4444444, 5.0]) == ([3.33, 4.44, 5.0], 12.77)``"""
+    # Counted in whole hundredths: a sum of floats such as 0.01 + 0.02 would not be exact; the
+    # epsilon keeps a score computed as 3.335 - 1e-15 (a sum of case shares) rounding up.
+    cents = [math.floor(float(s) * 100 + 0.5 + 1e-7) for s in scores]
+    return [c / 100 for c in cents], sum(cents) / 100
 
 
 # --- properties --------------------------------------------------------------------------------
@@ -196,13 +210,61 @@ def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]]) -> str:
     for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
         parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
+    climbed = _ladder(ladder, rungs)
+    return " ".join(parts + ([climbed] if climbed else []))
+
+
+def _ladder(ladder, rungs: dict[int, list[bool]]) -> str:
+    """"Correct on ...; fails on ...": the first rung of the case ladder that failed, when every
+    simpler one passed (in the exercise's own words, no case's values), else ""."""
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
-    if 0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad):
-        condition, hint = ladder[first_bad]
-        passed = [name for name, _ in ladder[:first_bad]]  # the rungs climbed so far, simplest first
-        passed = passed[0] if len(passed) == 1 else ", ".join(passed[:-1]) + " and " + passed[-1]
-        parts.append(f"Correct on {passed}; fails on {condition}" + (f": {hint}." if hint else "."))
-    return " ".join(parts)
+    if not (0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad)):
+        return ""
+    condition, hint = ladder[first_bad]
+    passed = [name for name, _ in ladder[:first_bad]]  # the rungs climbed so far, simplest first
+    passed = passed[0] if len(passed) == 1 else ", ".join(passed[:-1]) + " and " + passed[-1]
+    return f"Correct on {passed}; fails on {condition}" + (f": {hint}." if hint else ".")
+
+
+# A mismatch's kind (``_KINDS``) as an immediately visible output names it: in the grader's
+# words only, never a value of the case.
+MISMATCH_WORDS = {
+    "shape": "the output has the wrong shape", "dtype": "the output has the wrong dtype",
+    "NaN": "the output holds NaN", "inf": "the output holds inf",
+    "masked": "masked positions are not exactly 0", "empty rows": "fully masked rows are not all zeros",
+    "rows": "rows do not sum to one", "inputs": "an input was modified in place",
+    "form": "the output has the wrong form (type or number of values)",
+    "gradient": "no gradient reached an input or parameter", "values": "the values differ from the expected ones",
+}
+# describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
+_WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")
+
+
+def cause_parts(error: CaseError | None, reasons: list[str]) -> dict:
+    """What makes a failing case fail, as parts (``CaseResult.cause``): for an error of the
+    learner's code its kind, exception type, file, line and message apart; for a wrong output
+    the kind of mismatch. A writer can then show the parts it may, and cut the learner's."""
+    if error is None:
+        first = reasons[0] if reasons else ""
+        return {"kind": "mismatch", "what": next((k for words, k in _KINDS if words in first), "values")}
+    parts: dict = {"kind": error.kind}
+    if error.kind not in ("exception", "import", "garbage"):
+        return parts  # the grader's own words (a timeout, a crash, the stub, a missing function)
+    text = error.message or ""
+    if error.kind == "import":
+        text = re.sub(r"^\w+\.py: ", "", text)
+    if error.kind != "garbage":
+        head, colon, rest = text.partition(": ")
+        if colon and head and " " not in head:
+            parts["type"], text = head, rest
+        elif re.match(r"\w+ \(", text):  # "SystemExit (exiting is not a result)"
+            parts["type"], text = text.split(" ", 1)
+        where = _WHERE.search(text)
+        if where:
+            parts["file"], parts["line"] = where.group(1), int(where.group(2))
+            text = text[:where.start()]
+    parts["text"] = text.strip()
+    return parts
 
 
 def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list, expected: list,
@@ -244,7 +306,9 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
         if not result.passed:
             error = outputs[i] if isinstance(outputs[i], CaseError) else None
             failed.append((*_cause(result, error, reasons_of.get(i, [])), case.name))
+            result.cause = cause_parts(error, reasons_of.get(i, []))
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, _summary(failed, ladder, rungs) if failed else "", list(notes))
+                          results, _summary(failed, ladder, rungs) if failed else "", list(notes),
+                          ladder=_ladder(ladder, rungs) if failed else "")

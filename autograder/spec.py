@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from .inert import inert
+
 @dataclass(frozen=True)
 class ExerciseInfo:
     """Where an exercise lives and what it is worth: its id, the module (file of the
@@ -124,6 +126,15 @@ class CaseResult:
     passed: bool
     feedback: str  # one or two sentences that say *what* is wrong, or "" when passed
     diagnosis: str | None = None  # the matched known bug, if any
+    # What made it fail, as parts a writer can show without the rest: ``{"kind": "exception",
+    # "type": ..., "file": ..., "line": ..., "text": ...}`` for an error of the learner's
+    # code, ``{"kind": "mismatch", "what": "shape"}`` for a wrong output (scoring._cause_parts).
+    cause: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # Its feedback may quote the learner's output (a type's name, a string): inert here,
+        # so every writer of a report inherits it.
+        self.feedback = inert(self.feedback)
 
 
 STATUSES = ("passed", "partial", "failed", "not attempted", "error", "timed out")
@@ -139,6 +150,11 @@ class ExerciseResult:
     feedback: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "graded with the reference split_heads"
     cpu_seconds: float = 0.0  # CPU time of the learner's process on it, as the kernel counted it
+    ladder: str = ""  # "Correct on ...; fails on ...": the case ladder's verdict, in the grader's words
+
+    def __post_init__(self):
+        self.feedback = inert(self.feedback)
+        self.notes = [inert(n) for n in self.notes]
 
 
 @dataclass
@@ -154,6 +170,11 @@ class CaseError:
 
     kind: str
     message: str
+
+    def __post_init__(self):
+        # The one door of the learner's words into a result (an exception's message, its type's
+        # name, the learner's source line): escape sequences and other controls are made inert.
+        self.message = inert(self.message)
 
 
 # The interface between the pipeline (runner.py, worker.py) and the judge (judge.py):

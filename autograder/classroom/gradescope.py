@@ -1,16 +1,25 @@
-"""Gradescope's ``results.json`` from a grader report, as learners and instructors read it.
+"""Gradescope's ``results.json`` from a grader report: the one writer of it, for
+``mha-grade SUB --gradescope PATH`` (``report.to_gradescope``), the bundle's
+``run_autograder`` (which runs exactly that) and a report already written:
 
     python -m autograder.classroom.gradescope REPORT.json RESULTS.json [--submission DIR]
 
 One Gradescope test per exercise, named by its exercise id, worth the exercise's whole points;
-its score is rounded to hundredths, and the submission's score is the sum of those rounded
-scores, so the tests add up exactly to the total shown. What each learner sees at once: which
-exercises passed, the score, the named diagnoses (the known mistakes the judge recognised),
-the case names with a mark each, and which files were graded. What only shows once the
-instructor publishes the grades (``after_published``): a zero-point test per exercise with
-every case's full feedback, which holds the hidden cases' values. The seed is in no output
-(it would let a learner regenerate the hidden cases); the autograder's stdout, which holds the
-grader's table, stays hidden from learners (``stdout_visibility``).
+its score and the submission's total follow ``scoring.shown_points`` (hundredths; the total is
+the sum of the shown parts).
+
+What each learner sees at once (``visible``), on cases kept hidden: the score and status of each
+exercise, each case's name with a mark, the named diagnoses (the known mistakes the judge
+recognised), the case ladder's verdict, the notes, and for every other cause of failure its
+kind in the grader's words (an exception's type with its file and line; "the output has the
+wrong shape"), with at most a short excerpt of the learner's own text per cause, and at most
+``LEARNER_CHARS`` characters of learner text per exercise, whatever the number of cases: code
+that writes a hidden case's inputs into its exception messages reads out no more than that.
+Never an expected value, never a case's values, never the seed (it would let a learner
+regenerate the hidden cases). What only shows once the instructor publishes the grades
+(``after_published``): a zero-point test per exercise with every failing case's full feedback.
+The autograder's stdout, which holds the grader's table, stays hidden (``stdout_visibility``).
+Every output is plain text (``output_format``), so no learner text is read as HTML or Markdown.
 """
 from __future__ import annotations
 
@@ -19,57 +28,143 @@ import json
 import sys
 from pathlib import Path
 
+from ..inert import excerpt, inert
+from ..scoring import MISMATCH_WORDS, points, sentence, shown_points
 from ..spec import POINTS
-from .gradebook import points
 
 DETAILS_VISIBILITY = "after_published"
+# Learner text an exercise's visible output may hold: per cause, the exception type's name
+# and an excerpt of its message; per exercise, this many characters in all, and this many
+# causes named besides the diagnoses (the others are counted, and told after publication).
+NAME_CHARS = 40
+EXCERPT_CHARS = 48
+LEARNER_CHARS = 120
+CAUSES_SHOWN = 3
+FORMAT = "text"  # Gradescope shows an output as text (not HTML, Markdown or ANSI colours)
 
 
-def _round(x: float) -> float:
-    return round(float(x), 2)
+class _Budget:
+    """The learner characters an exercise's visible output has left."""
+
+    def __init__(self, chars: int):
+        self.left = chars
+
+    def take(self, text, cap: int) -> str:
+        cut = excerpt(text, min(cap, self.left)) if text else ""
+        self.left -= len(cut)
+        return cut
 
 
-def results(report: dict, intake: str = "") -> dict:
+def _errors(cause: dict, feedback: str, budget: _Budget) -> str:
+    """One cause as the visible output says it."""
+    kind = cause.get("kind")
+    if kind == "mismatch":
+        return sentence(MISMATCH_WORDS.get(cause.get("what"), MISMATCH_WORDS["values"]))
+    if kind not in ("exception", "import", "garbage"):  # the grader's own words
+        return sentence(inert(feedback))
+    said = {"exception": "Raised", "import": "The module failed to import:",
+            "garbage": "Returned something that is not plain data"}[kind]
+    name = budget.take(cause.get("type"), NAME_CHARS)
+    if name:
+        said += f" {name}"
+    if cause.get("line") is not None:
+        where = budget.take(cause.get("file"), NAME_CHARS)
+        said += f" at {where + ', ' if where else ''}line {int(cause['line'])}"
+    text = budget.take(cause.get("text"), EXCERPT_CHARS)
+    return said + (f': "{text}"' if text else "")
+
+
+def _cause_key(cause: dict, feedback: str) -> tuple:
+    if cause.get("kind") == "mismatch":
+        return ("mismatch", cause.get("what"))
+    if cause.get("kind") in ("exception", "import", "garbage"):
+        return (cause["kind"], cause.get("type"), cause.get("file"), cause.get("line"))
+    return (cause.get("kind"), feedback)
+
+
+def visible_output(ex: dict, score: float) -> str:
+    """An exercise's immediately visible output (see the module docstring)."""
+    cases = ex.get("cases", [])
+    status = ex.get("status", "error")
+    passed = sum(bool(c.get("passed")) for c in cases)
+    lines = [f"{status}: {points(score)}/{points(float(ex.get('max_score', 0)))} points"
+             + (f" ({passed} of {len(cases)} cases passed)" if cases else "")]
+    budget = _Budget(LEARNER_CHARS)
+    failing = [c for c in cases if not c.get("passed")]
+    if status == "not attempted" and failing:  # one reason for every case, in the grader's words
+        lines.append(sentence(inert(failing[0].get("feedback", ""))))
+        failing = []
+    elif not cases and ex.get("feedback"):  # no case results: the grader failed on the exercise
+        lines.append(budget.take(ex["feedback"], EXCERPT_CHARS * 2))
+    diagnoses: dict[str, list[str]] = {}
+    causes: dict[tuple, list] = {}
+    for c in failing:
+        if c.get("diagnosis"):
+            diagnoses.setdefault(c["diagnosis"], []).append(c["name"])
+        else:
+            cause = c.get("cause") or {"kind": "mismatch", "what": "values"}
+            causes.setdefault(_cause_key(cause, c.get("feedback", "")), [cause, c.get("feedback", ""), []])[2].append(
+                c["name"])
+    for diagnosis, names in diagnoses.items():
+        lines.append(f"Likely cause: {inert(diagnosis)} (in {_cases(names)})")
+    ordered = sorted(causes.values(), key=lambda g: -len(g[2]))  # the most frequent first
+    for cause, feedback, names in ordered[:CAUSES_SHOWN]:
+        lines.append(f"{_errors(cause, feedback, budget)} (in {_cases(names)})")
+    if len(ordered) > CAUSES_SHOWN:
+        rest = sum(len(g[2]) for g in ordered[CAUSES_SHOWN:])
+        lines.append(f"{len(ordered) - CAUSES_SHOWN} other cause(s) in {rest} case(s): "
+                     "told once grades are published")
+    if ex.get("ladder"):
+        lines.append(inert(ex["ladder"]))
+    lines += [f"note: {inert(n)}" for n in ex.get("notes", [])]
+    if cases:
+        lines += ["cases:", *(f"{'✔' if c.get('passed') else '✘'} {inert(c['name'])}" for c in cases)]
+    return "\n".join(lines)
+
+
+def _cases(names: list[str]) -> str:
+    return f"{len(names)} case{'s' * (len(names) != 1)}: {', '.join(inert(n) for n in names)}"
+
+
+def results(report: dict, intake: str | None = None) -> dict:
+    """Gradescope's results.json for a report (``Report.to_dict()`` or its JSON). ``intake``:
+    which files were graded, in words; by default the report's own ``intake``."""
     seed = report.get("seed")
+    exercises = report.get("exercises", [])
+    shown, total = shown_points([ex.get("score", 0.0) for ex in exercises])
     tests = []
-    total = 0.0
-    for ex in report.get("exercises", []):
-        score = _round(ex.get("score", 0.0))
+    for ex, score in zip(exercises, shown):
         max_score = float(ex.get("max_score", POINTS.get(ex["id"], 0)))
-        total += score
-        cases = ex.get("cases", [])
-        lines = [f"{ex.get('status', 'error')}: {points(score)}/{points(max_score)} points"]
-        if ex.get("feedback"):
-            lines.append(ex["feedback"])
-        diagnoses: dict[str, list[str]] = {}
-        for c in cases:
-            if c.get("diagnosis"):
-                diagnoses.setdefault(c["diagnosis"], []).append(c["name"])
-        for d, names in diagnoses.items():
-            if d.lower() not in " ".join(lines).lower():
-                lines.append(f"Likely cause: {d} (cases: {', '.join(names)})")
-        lines += [f"note: {n}" for n in ex.get("notes", [])]
-        if cases:
-            lines += ["cases:", *(f"{'✔' if c.get('passed') else '✘'} {c['name']}" for c in cases)]
         tests.append({"name": ex["id"], "score": score, "max_score": max_score,
                       "status": "passed" if ex.get("status") == "passed" else "failed",
-                      "output": _clean("\n".join(lines), seed), "visibility": "visible"})
-        failing = [c for c in cases if not c.get("passed")]
+                      "output": _clean(visible_output(ex, score), seed), "output_format": FORMAT,
+                      "visibility": "visible"})
+        failing = [c for c in ex.get("cases", []) if not c.get("passed")]
         if failing:
-            detail = "\n".join(f"{c['name']}: {c.get('feedback') or 'failed'}" for c in failing)
+            detail = "\n".join(f"{inert(c['name'])}: {inert(c.get('feedback') or 'failed')}" for c in failing)
             tests.append({"name": f"{ex['id']}: details of the failing cases", "score": 0.0, "max_score": 0.0,
-                          "status": "failed", "output": _clean(detail, seed), "visibility": DETAILS_VISIBILITY})
-    total = _round(total)
-    max_total = sum(float(ex.get("max_score", 0)) for ex in report.get("exercises", []))
+                          "status": "failed", "output": _clean(detail, seed), "output_format": FORMAT,
+                          "visibility": DETAILS_VISIBILITY})
+    max_total = sum(float(ex.get("max_score", 0)) for ex in exercises)
     output = f"{points(total)}/{points(max_total)} points."
     if report.get("error"):
-        output += f" The grader could not grade everything: {report['error']}"
+        output += f" The grader could not grade everything: {excerpt(report['error'], 300)}"
+    if intake is None:
+        intake = _intake(report.get("intake") or {})
     if intake:
-        output += f"\n{intake}"
-    output += ("\nEach exercise's cases are drawn at random and hidden; their values show once grades are "
-               "published.")
+        output += f"\n{excerpt(intake, 1000)}"
+    output += ("\nEach exercise's cases are drawn at random and hidden; their values, and the full messages "
+               "of your code's errors, show once grades are published.")
     return {"score": total, "execution_time": report.get("wall_time", 0.0), "output": _clean(output, seed),
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+            "output_format": FORMAT, "test_output_format": FORMAT, "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
+def _intake(intake: dict) -> str:
+    text = ("Graded: " + "; ".join(intake["taken"])) if intake.get("taken") else ""
+    if intake.get("ignored"):
+        text += ". Not graded: " + "; ".join(intake["ignored"])
+    return text
 
 
 def _clean(text: str, seed) -> str:
@@ -86,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--submission", type=Path, help="the submission, to say which files were graded")
     args = p.parse_args(argv)
     report = json.loads(args.report.read_text())
-    intake = ""
+    intake = None
     if args.submission:
         from ..submission import SubmissionError, load
 

@@ -1,0 +1,72 @@
+"""Learner-written text made inert, for every place the grader shows it.
+
+An exception's message, a type's name, a file's name inside a submission, a string the
+learner's code returned: all of it is written by the learner, and all of it reaches an
+instructor's terminal, a JSON report, Markdown and HTML feedback or a Gradescope page. There
+it must read as the characters it is, never act: no escape sequence that clears a screen,
+hides text, writes the clipboard (OSC 52) or makes a hyperlink; no carriage return that
+overwrites a line; no bidi override that reorders one; no markup that a writer renders.
+
+:func:`inert` is applied where learner text enters a result (``spec.CaseError``,
+``spec.CaseResult``, ``report.Report``), so every writer inherits it; what stays for each
+writer is its own markup: rich's (``report.py`` prints ``Text`` objects, never markup) and
+Markdown's (:func:`markdown`). :func:`excerpt` is the short, fixed-length cut of learner text
+that an immediately visible output may hold.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Categories that never print as themselves: controls (C0, DEL, C1), format characters (the
+# bidi overrides and isolates, zero-width characters, Unicode tags), line and paragraph
+# separators, surrogates (undecodable bytes).
+_HIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+_NAMES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _shown(char: str) -> str:
+    if char in _NAMES:
+        return _NAMES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in _HIDDEN
+
+
+# Fast path: printable ASCII (and a newline where kept) needs no look at each character.
+_PLAIN = re.compile(r"[\x20-\x7e]*")
+_PLAIN_LINES = re.compile(r"[\x20-\x7e\n]*")
+
+
+def inert(text, *, newlines: bool = False) -> str:
+    """``text`` with every character that does not print as itself shown as an escape
+    (ESC as ``\\x1b``, U+202E as ``\\u202e``, a newline as ``\\n`` unless ``newlines``)."""
+    text = text if type(text) is str else str(text)
+    if (_PLAIN_LINES if newlines else _PLAIN).fullmatch(text):
+        return text
+    return "".join(c if not _hidden(c) or (newlines and c == "\n") else _shown(c) for c in text)
+
+
+def excerpt(text, limit: int) -> str:
+    """At most ``limit`` characters of inert ``text``, cut with "…" (which counts)."""
+    text = inert(text)
+    if len(text) <= limit:
+        return text
+    return text[:max(0, limit - 1)] + "…" if limit > 0 else ""
+
+
+# Characters with a meaning in Markdown (CommonMark) or in the HTML it may carry.
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def markdown(text) -> str:
+    """Inert ``text`` for a Markdown file, read as literal text: every Markdown-active
+    character backslash-escaped, ``& < > "`` as entities, whitespace runs as one space (a
+    newline would end a table row)."""
+    text = inert(" ".join(str(text).split()))
+    text = _MARKDOWN.sub(r"\\\1", text)
+    return "".join(_HTML.get(c, c) for c in text)
