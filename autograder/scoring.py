@@ -234,7 +234,7 @@ MISMATCH_WORDS = {
     "masked": "masked positions are not exactly 0", "empty rows": "fully masked rows are not all zeros",
     "rows": "rows do not sum to one", "inputs": "an input was modified in place",
     "form": "the output has the wrong form (type or number of values)",
-    "gradient": "no gradient reached an input or parameter", "values": "the values differ from the expected ones",
+    "gradient": "no gradient reached an input or parameter", "values": "the values differ from the reference's",
 }
 # describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
 _WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")

@@ -7,6 +7,7 @@ Gradescope, the learner's code must not be able to read the solutions or the hid
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,29 @@ def test_crashing_submission_scores_zero_with_a_report(tmp_path, bundle):
     assert results["score"] == 0
     assert results["tests"] and {t["status"] for t in results["tests"]} == {"failed"}
     assert [t["name"] for t in results["tests"] if t["visibility"] == "visible"] == ["softmax"]
+
+
+@needs_seed_file
+def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path, bundle):
+    """tests/adversarial/leak_inputs.py writes each hidden case's input into an exception of its
+    own (letters a-p) or returns a wrong value: what the learner sees at once holds at most
+    LEARNER_CHARS of that text for the exercise, no expected value, no number of the cases."""
+    from autograder.classroom.gradescope import LEARNER_CHARS
+
+    code = (ROOT / "solutions" / "attention.py").read_text() + "\n\n" + \
+        (ROOT / "tests" / "adversarial" / "leak_inputs.py").read_text()
+    results = _run(_layout(tmp_path, bundle, {"attention.py": code}))
+    leak = re.compile(r"(?:LEAK|Leak)[a-p]+")
+    visible = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"]
+    later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
+    assert sum(len(m) for m in leak.findall(later)) > 10 * LEARNER_CHARS  # the attack ran and is told later
+    assert 0 < sum(len(m) for text in visible for m in leak.findall(text)) <= LEARNER_CHARS
+    assert "expected" in later and not any("expected" in text for text in visible)
+    values = set(re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later))
+    assert values and not any(v in text for v in values for text in visible)
+    assert not any("4242" in text for text in visible)
+    assert [(t["name"], t["max_score"]) for t in results["tests"] if t["visibility"] == "visible"] == [
+        ("softmax", 5.0)]
 
 
 @needs_seed_file

@@ -123,7 +123,9 @@ def visible_output(ex: dict, score: float) -> str:
 
 
 def _cases(names: list[str]) -> str:
-    return f"{len(names)} case{'s' * (len(names) != 1)}: {', '.join(inert(n) for n in names)}"
+    """"2 cases: a; b", or "7 cases" when more (the list of cases below marks each)."""
+    count = f"{len(names)} case{'s' * (len(names) != 1)}"
+    return count + (": " + "; ".join(inert(n) for n in names) if len(names) <= 2 else "")
 
 
 def results(report: dict, intake: str | None = None) -> dict:
