@@ -24,7 +24,7 @@ def check(exercise, *, time_limit: float | None = None) -> None:
     """Grade ``exercise`` (an id like ``"softmax"``, or the function/class itself) and print the verdict."""
     name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", None)
     if not isinstance(name, str):
-        print(f"check(): give an exercise id such as 'softmax', or the function itself, not {exercise!r}")
+        print(f"check(): give an exercise id such as 'softmax', or the function itself, not {_shown(repr(exercise))}")
         return
     if importlib.util.find_spec("autograder") is None:
         print(f"check({name!r}): the grader is not available in this installation; run your own "
@@ -40,7 +40,7 @@ def check(exercise, *, time_limit: float | None = None) -> None:
         sources = read_submission(directory).sources
         report = service.grade(name, sources, str(directory), time_limit)
     except (service.ServiceError, SubmissionError) as err:
-        print(f"check({name!r}): could not grade: {err}")
+        print(f"check({name!r}): could not grade: {_shown(err)}")
         return
     print(verdict(report))
     for line in _kernel_notes(package, name, exercise, sources, report):
@@ -119,6 +119,13 @@ def _telling(result: dict) -> list[dict]:
 
 def _wrap(text: str, first: str, rest: str | None = None) -> str:
     return textwrap.fill(text, WIDTH, initial_indent=first, subsequent_indent=rest or first)
+
+
+def _shown(text) -> str:
+    """Text of the learner's (an object's repr, a file's name) as the characters it is: an escape
+    sequence or a bidi override in it is printed as ``\\x1b``, ``\\u202e``, never acted on.
+    (The grader's verdicts come inert already: ``autograder/inert.py``.)"""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[:2000])
 
 
 def _points(x: float) -> str:

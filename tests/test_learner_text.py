@@ -31,6 +31,7 @@ SEED = 195529710
 # What must never reach a terminal or a page as it was written.
 RAW = {"ESC": "\x1b", "BEL": "\x07", "CR": "\r", "C1 CSI": "\x9b", "bidi override": "\u202e",
        "bidi pop": "\u202c"}
+HOSTILE_NAME = "notes\x1b[2J\x1b]52;c;aGk=\x07\r[blink]ok\u202e.txt"  # no "/": one file
 LEAK = re.compile(r"(?:LEAK|Leak)[a-p]+")  # leak_inputs.py's encoding of a case's input
 
 
@@ -74,6 +75,8 @@ def test_inert_shows_each_control_as_an_escape():
     assert inert("softmax: 5/5 ✔ é") == "softmax: 5/5 ✔ é"  # printable text is left as written
     assert inert("two\nlines\r", newlines=True) == "two\nlines\\r"
     assert len(excerpt("x" * 500, 48)) == 48 and excerpt("short", 48) == "short"
+    from autograder.submission import SubmissionError
+    assert _raw(str(SubmissionError(f"{HOSTILE_NAME} is larger than 10 bytes"))) == []
     md = markdown(text)
     assert _raw(md) == [] and "<" not in md and "|" not in md.replace("\\|", "")
     assert "[" not in md.replace("\\[", "")
@@ -94,6 +97,7 @@ def hostile_run(tmp_path_factory):
     """``mha-grade`` on the hostile submission, as an instructor runs it on a colour terminal."""
     tmp = tmp_path_factory.mktemp("hostile")
     sub = _submission(tmp, "hostile_text")
+    (sub / HOSTILE_NAME).write_text("not an exercise")  # listed as "not graded" by its name
     out_json, out_gs = tmp / "report.json", tmp / "results.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", FORCE_COLOR="1", TERM="xterm-256color", COLUMNS="400")
     env.pop("NO_COLOR", None)
@@ -114,6 +118,7 @@ def test_the_terminal_shows_hostile_text_as_characters(hostile_run):
     assert "\\x1b[2J" in out  # shown, as an escape
     # rich markup in the learner's text is printed as its characters, never painted green
     assert "[green]100/100[/]" in out and "[green]Fake[/]" in out
+    assert "notes\\x1b[2J" in out and "[blink]ok" in out  # the file's name, in "not graded"
     assert not re.search(r"\x1b\[[0-9;]*32m[^\x1b]*100/100", out)
 
 
@@ -123,7 +128,7 @@ def test_json_and_gradescope_results_hold_no_raw_control(hostile_run):
         for s in _strings(data):
             assert _raw(s) == [], (s[:80], _raw(s))
     text = json.dumps(results)
-    assert str(SEED) not in text
+    assert str(SEED) not in text and "notes\\x1b[2J" in results["output"]
     assert results["output_format"] == "text" and {t["output_format"] for t in results["tests"]} == {"text"}
     visible = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "visible")
     assert "evil.example" not in visible  # past the excerpt's few characters
