@@ -182,7 +182,7 @@ def error_feedback(error: CaseError) -> str:
 _KINDS = (("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
           ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
           ("sum to one", "rows"), ("modified in place", "inputs"), ("returned", "form"),
-          ("no gradient", "gradient"), ("expected an", "form"))
+          ("no gradient", "gradient"), ("expected an", "form"), ("could not run after your", "harness"))
 
 
 def _cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
@@ -235,6 +235,7 @@ MISMATCH_WORDS = {
     "rows": "rows do not sum to one", "inputs": "an input was modified in place",
     "form": "the output has the wrong form (type or number of values)",
     "gradient": "no gradient reached an input or parameter", "values": "the values differ from the reference's",
+    "harness": "the grader's layer could not run on what your code returned",
 }
 # describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
 _WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")
