@@ -20,7 +20,7 @@ SECRET = ("solutions", "autograder.grading", "autograder.classroom", "autograder
 # Where the answers are: a process holding any of these must never become a learner's process.
 REFERENCES = ("solutions", "autograder.grading")
 # All of ours that the learner's process itself may import (the rest is refused there).
-LEARNER_SIDE = ("autograder.isolation", "autograder.spec")
+LEARNER_SIDE = ("autograder.isolation", "autograder.spec", "autograder.inert")  # spec imports inert
 
 
 def within(name: str, prefixes) -> bool:
