@@ -37,8 +37,8 @@ DETAILS_VISIBILITY = "after_published"
 # and an excerpt of its message; per exercise, this many characters in all, and this many
 # causes named besides the diagnoses (the others are counted, and told after publication).
 NAME_CHARS = 40
-EXCERPT_CHARS = 48
-LEARNER_CHARS = 120
+EXCERPT_CHARS = 60
+LEARNER_CHARS = 150
 CAUSES_SHOWN = 3
 # Errors whose feedback is the grader's own words, with no value of a case (exchange.py, runner.py).
 GRADER_WORDED = ("not_implemented", "missing", "timeout", "memory", "crash")
