@@ -90,6 +90,22 @@ def test_shown_points_parts_add_up_to_the_total():
     assert total == 56.61 and f"{sum(parts):.2f}" == "56.61"
 
 
+def test_a_failing_case_keeps_its_cause_in_parts():
+    """What the visible output may show (the type, file, line) apart from the learner's words."""
+    from autograder.scoring import cause_parts
+    from autograder.spec import CaseError
+
+    message = "ValueError: shapes (2,3) and (4,) (attention.py, line 12: raise ValueError(f'shapes {a} and {b}'))"
+    assert cause_parts(CaseError("exception", message), []) == {
+        "kind": "exception", "type": "ValueError", "file": "attention.py", "line": 12, "text": "shapes (2,3) and (4,)"}
+    assert cause_parts(CaseError("import", "masking.py: SyntaxError: invalid syntax (masking.py, line 3)"), []) == {
+        "kind": "import", "type": "SyntaxError", "file": "masking.py", "line": 3, "text": "invalid syntax"}
+    assert cause_parts(CaseError("exception", "SystemExit (exiting is not a result)"), [])["type"] == "SystemExit"
+    assert cause_parts(CaseError("timeout", "no result within 2 s"), []) == {"kind": "timeout"}
+    assert cause_parts(None, ["the result has shape (2, 3), expected (2, 4)"]) == {"kind": "mismatch", "what": "shape"}
+    assert cause_parts(None, ["the result differs from the reference at 3 of 4 entries"])["what"] == "values"
+
+
 # ------------------------------------------------------------------- every writer, hostile
 
 @pytest.fixture(scope="module")
