@@ -69,13 +69,16 @@ def _layout(tmp_path: Path, bundle: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _run(root: Path, python: str = sys.executable, **env) -> dict:
+def _run(root: Path, python: str = sys.executable, log: list | None = None, **env) -> dict:
+    """results.json of a run; ``log`` receives run_autograder's stdout (the instructor's view)."""
     environ = dict(os.environ, AUTOGRADER_ROOT=str(root), MHA_PYTHON=python, MHA_GRADE_USER="nobody",
                    MHA_GRADE_ARGS="--exercise softmax", OMP_NUM_THREADS="1", **env)
     environ.pop("PYTHONPATH", None)
     proc = subprocess.run(["bash", str(root / "run_autograder")], env=environ, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
+    if log is not None:
+        log.append(proc.stdout)
     return json.loads((root / "results" / "results.json").read_text())
 
 
@@ -161,6 +164,21 @@ def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path,
     assert not any("4242" in text for text in visible)
     assert [(t["name"], t["max_score"]) for t in results["tests"] if t["visibility"] == "visible"] == [
         ("softmax", 5.0)]
+
+
+@needs_seed_file
+def test_hostile_text_is_inert_in_the_results_and_the_log(tmp_path, bundle):
+    """tests/adversarial/hostile_text.py: escape sequences, a carriage return, C1 CSI, a bidi
+    override, rich markup in an exception: none of it raw in results.json or in the log."""
+    code = (ROOT / "solutions" / "attention.py").read_text() + "\n\n" + \
+        (ROOT / "tests" / "adversarial" / "hostile_text.py").read_text()
+    log: list = []
+    results = _run(_layout(tmp_path, bundle, {"attention.py": code}), log=log)
+    text = "\n".join([results["output"], *(t["output"] for t in results["tests"]), log[0]])
+    assert "\\x1b[2J" in text  # the attack ran, and shows as characters
+    assert not [c for c in "\x1b\x07\r\x9b\u202e" if c in text]
+    assert "[green]100/100[/]" in log[0]  # rich markup printed as written, not rendered
+    assert results["output_format"] == "text" and results["tests"][0]["output_format"] == "text"
 
 
 @needs_seed_file
