@@ -60,8 +60,9 @@ def leaking_submission(directory: Path) -> Path:
 
 
 def measure(results: dict, seed: int) -> dict:
+    default = results.get("visibility", "visible")
     visible = [results.get("output", "")] + [t.get("output", "") for t in results.get("tests", [])
-                                              if t.get("visibility", results.get("visibility", "visible")) == "visible"]
+                                              if t.get("visibility", default) == "visible"]
     per_test = [sum(len(m) for m in LEAK.findall(text)) for text in visible]
     return {"learner_bytes_visible": sum(per_test), "most_in_one_output": max(per_test),
             "visible_bytes": sum(len(t.encode()) for t in visible), "visible_tests": len(visible) - 1,

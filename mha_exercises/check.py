@@ -24,7 +24,8 @@ def check(exercise, *, time_limit: float | None = None) -> None:
     """Grade ``exercise`` (an id like ``"softmax"``, or the function/class itself) and print the verdict."""
     name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", None)
     if not isinstance(name, str):
-        print(f"check(): give an exercise id such as 'softmax', or the function itself, not {_shown(repr(exercise))}")
+        print("check(): give an exercise id such as 'softmax', or the function itself, not "
+              + _shown(repr(exercise)))
         return
     if importlib.util.find_spec("autograder") is None:
         print(f"check({name!r}): the grader is not available in this installation; run your own "

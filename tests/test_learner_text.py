@@ -96,13 +96,15 @@ def test_a_failing_case_keeps_its_cause_in_parts():
     from autograder.spec import CaseError
 
     message = "ValueError: shapes (2,3) and (4,) (attention.py, line 12: raise ValueError(f'shapes {a} and {b}'))"
-    assert cause_parts(CaseError("exception", message), []) == {
-        "kind": "exception", "type": "ValueError", "file": "attention.py", "line": 12, "text": "shapes (2,3) and (4,)"}
+    assert cause_parts(CaseError("exception", message), []) == {"kind": "exception", "type": "ValueError",
+                                                                "file": "attention.py", "line": 12,
+                                                                "text": "shapes (2,3) and (4,)"}
     assert cause_parts(CaseError("import", "masking.py: SyntaxError: invalid syntax (masking.py, line 3)"), []) == {
         "kind": "import", "type": "SyntaxError", "file": "masking.py", "line": 3, "text": "invalid syntax"}
     assert cause_parts(CaseError("exception", "SystemExit (exiting is not a result)"), [])["type"] == "SystemExit"
     assert cause_parts(CaseError("timeout", "no result within 2 s"), []) == {"kind": "timeout"}
-    assert cause_parts(None, ["the result has shape (2, 3), expected (2, 4)"]) == {"kind": "mismatch", "what": "shape"}
+    shape = cause_parts(None, ["the result has shape (2, 3), expected (2, 4)"])
+    assert shape == {"kind": "mismatch", "what": "shape"}
     assert cause_parts(None, ["the result differs from the reference at 3 of 4 entries"])["what"] == "values"
 
 
@@ -234,7 +236,8 @@ def test_leaking_submission_through_the_cli(tmp_path):
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     results = json.loads(out_gs.read_text())
-    visible = "\n".join([results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"])
+    visible = "\n".join([results["output"]]
+                        + [t["output"] for t in results["tests"] if t["visibility"] == "visible"])
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
     leaked_later = sum(len(m) for m in LEAK.findall(later))
     assert leaked_later > 10 * gradescope.LEARNER_CHARS  # the attack is real: its inputs are in the details

@@ -106,9 +106,8 @@ def visible_output(ex: dict, score: float) -> str:
         if c.get("diagnosis"):
             diagnoses.setdefault(c["diagnosis"], []).append(c["name"])
         else:
-            cause = c.get("cause") or {"kind": "unknown"}
-            causes.setdefault(_cause_key(cause, c.get("feedback", "")), [cause, c.get("feedback", ""), []])[2].append(
-                c["name"])
+            cause, said = c.get("cause") or {"kind": "unknown"}, c.get("feedback", "")
+            causes.setdefault(_cause_key(cause, said), [cause, said, []])[2].append(c["name"])
     for diagnosis, names in diagnoses.items():
         lines.append(f"Likely cause: {inert(diagnosis)} (in {_cases(names)})")
     ordered = sorted(causes.values(), key=lambda g: -len(g[2]))  # the most frequent first
