@@ -66,6 +66,11 @@ def test_solutions_get_full_marks_on_every_exercise(zygote):
     for r in rep.exercises:
         assert (r.status, r.score) == ("passed", r.max_score), (r.id, report.feedback(r))
     assert rep.score == rep.max_score == sum(e.points for e in EXERCISES.values())
+    # On Gradescope: one test per exercise, worth its whole points, the tests adding up to 100.
+    gs = report.to_gradescope(rep)
+    assert [(t["name"], t["score"], t["max_score"]) for t in gs["tests"]] == [
+        (e.id, float(e.points), float(e.points)) for e in EXERCISES.values()]
+    assert gs["score"] == sum(t["max_score"] for t in gs["tests"]) == 100
 
 
 def test_stubs_score_zero_and_are_not_attempted(zygote):
