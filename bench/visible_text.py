@@ -7,7 +7,9 @@ per half byte. ``mha-grade SUB --gradescope`` grades it; the immediately visible
 its ``results.json`` (the top-level output and the tests of visibility ``visible``) are then
 searched for that encoding. Printed: the bytes of learner text visible at once, per
 submission and the most for one exercise; the visible bytes in all; how often "expected"
-appears there; whether the seed does.
+appears there; whether the seed does. Target (exit status 1 when missed): at most
+``LEARNER_CHARS`` (150) characters of learner text in any one visible output, no "expected",
+no seed.
 
     python bench/visible_text.py [--seed N]
 
@@ -27,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEAK = re.compile(r"(?:LEAK|Leak)[a-p]+")
+LEARNER_CHARS = 150  # the target: classroom/gradescope.py's cap (not imported: an older grader may lack it)
 
 HELPER = '''
 def _leak(args, kwargs):
@@ -92,7 +95,9 @@ def main(argv=None) -> int:
           f"(at most {m['most_in_one_output']} in one output); {m['visible_bytes']} visible bytes in "
           f"{m['visible_tests']} visible tests; 'expected' {m['expected_visible']} times; "
           f"seed {'VISIBLE' if m['seed_visible'] else 'not visible'}")
-    return 0
+    met = m["most_in_one_output"] <= LEARNER_CHARS and not m["expected_visible"] and not m["seed_visible"]
+    print(f"target (at most {LEARNER_CHARS} per output, no expected value, no seed): {'met' if met else 'MISSED'}")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
