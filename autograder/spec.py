@@ -20,6 +20,7 @@ from typing import Any, Callable, Protocol
 
 from .inert import inert
 
+
 @dataclass(frozen=True)
 class ExerciseInfo:
     """Where an exercise lives and what it is worth: its id, the module (file of the
@@ -128,7 +129,7 @@ class CaseResult:
     diagnosis: str | None = None  # the matched known bug, if any
     # What made it fail, as parts a writer can show without the rest: ``{"kind": "exception",
     # "type": ..., "file": ..., "line": ..., "text": ...}`` for an error of the learner's
-    # code, ``{"kind": "mismatch", "what": "shape"}`` for a wrong output (scoring._cause_parts).
+    # code, ``{"kind": "mismatch", "what": "shape"}`` for a wrong output (scoring.cause_parts).
     cause: dict = field(default_factory=dict)
 
     def __post_init__(self):
