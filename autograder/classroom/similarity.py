@@ -35,7 +35,7 @@ import io
 import sys
 import tokenize
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..spec import MODULE_OF, POINTS
@@ -46,8 +46,7 @@ K, W = 8, 4  # k-gram length and winnowing window, in tokens
 MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
 COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
 COMMON_MIN = 5
-CACHE_VERSION = 3
-_STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
+CACHE_VERSION = 4  # 4: stub code left out (3 compared with stubs it never found)
 
 
 class _Normalise(ast.NodeTransformer):
@@ -84,15 +83,15 @@ def normalised_tokens(source: str, name: str) -> list[str] | None:
     """The tokens of the last top-level definition of ``name`` in ``source``, normalised."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-             and n.name == name]
-    if not nodes:
-        return None
-    text = ast.unparse(_Normalise().visit(nodes[-1]))
-    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+        nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and n.name == name]
+        if not nodes:
+            return None
+        text = ast.unparse(_Normalise().visit(nodes[-1]))
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        return None  # code the grader cannot parse here: the learner's confined process reports it
 
 
 def fingerprints(tokens: list[str]) -> list[int]:
@@ -117,11 +116,10 @@ def _unpacked(packed: str) -> list[int]:
 
 
 def _stub_tokens() -> dict[str, list[str] | None]:
-    stubs = {}
-    for exercise, module in MODULE_OF.items():
-        f = _STUBS / f"{module}.py"
-        stubs[exercise] = normalised_tokens(f.read_text(), exercise) if f.exists() else None
-    return stubs
+    """Each exercise's stub definition, normalised; StubsMissing if the stubs are not there."""
+    from .. import stubs
+
+    return {exercise: normalised_tokens(stubs.source(module), exercise) for exercise, module in MODULE_OF.items()}
 
 
 @dataclass
@@ -144,21 +142,30 @@ class SimilarityResult:
     threshold: float
     normalised: int  # submissions normalised in this run (the others came from the cache)
     cached: int
+    left_out: dict[str, str] = field(default_factory=dict)  # learner -> why their code could not be compared
+
+
+class Unfingerprinted(Exception):
+    """A submission's code could not be fingerprinted within the limits; the message says why."""
 
 
 class Similarity:
     """The class's fingerprints, cached per submission in ``folder`` between runs."""
 
-    def __init__(self, folder, threshold: float = THRESHOLD, warn=print):
+    def __init__(self, folder, threshold: float = THRESHOLD, warn=print, seconds: float | None = None):
+        from ..limited import READ_SECONDS
+
         self.folder = Path(folder)
         self.threshold = threshold
+        self.seconds = READ_SECONDS if seconds is None else seconds  # per submission not yet cached
         self._warn = warn
         self._stubs = None
         self.normalised = self.cached = 0
         self.new: dict[str, dict] = {}  # content hash -> fingerprints computed here, for save()
 
     def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
-        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission."""
+        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission;
+        Unfingerprinted when its code cannot be read within the limits (:mod:`..limited`)."""
         from .files import read_json
 
         f = self.folder / "code" / f"{content_hash}.json"
@@ -171,21 +178,22 @@ class Similarity:
                 return exercises
             except (AttributeError, KeyError, TypeError, ValueError):
                 self._warn(f"{f} is damaged; its submission's code is fingerprinted again")
-        self.normalised += 1
         if self._stubs is None:
             self._stubs = _stub_tokens()
-        exercises = {}
-        for exercise, module in MODULE_OF.items():
-            tokens = normalised_tokens(sources.get(module, ""), exercise)
-            if tokens and tokens != self._stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
-                exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
-                                       "fingerprints": fingerprints(tokens)}
-        self.new[content_hash] = {"version": CACHE_VERSION, "exercises": {
-            e: dict(c, fingerprints=_packed(c["fingerprints"])) for e, c in exercises.items()}}
-        return exercises
+        from .. import limited
 
-    def run(self, code: dict[str, dict[str, dict]]) -> SimilarityResult:
-        """``code``: ``{learner: self.code(...)}`` -> clusters and common code."""
+        try:  # learner bytes, parsed: in a process of its own, under limits
+            packed = limited.call(_fingerprinted, sources, self._stubs, what="fingerprinting the code",
+                                  seconds=self.seconds)
+        except limited.Refused as err:
+            raise Unfingerprinted(str(err)) from None
+        self.normalised += 1
+        self.new[content_hash] = {"version": CACHE_VERSION, "exercises": packed}
+        return {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in packed.items()}
+
+    def run(self, code: dict[str, dict[str, dict]], left_out: dict[str, str] | None = None) -> SimilarityResult:
+        """``code``: ``{learner: self.code(...)}`` -> clusters and common code. ``left_out``:
+        learners whose code could not be fingerprinted, and why (said in the report)."""
         n = len(code)
         limit = max(COMMON_MIN, COMMON_SHARE * n)
         links: dict[tuple[str, str], dict[str, float]] = {}
@@ -209,7 +217,19 @@ class Similarity:
                 smaller = min(len(rare[a]), len(rare[b]))
                 if smaller >= MIN_FINGERPRINTS and k / smaller >= self.threshold:
                     links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
-        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached)
+        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached,
+                                dict(left_out or {}))
+
+
+def _fingerprinted(sources: dict[str, str], stubs: dict) -> dict[str, dict]:
+    """``{exercise: {"digest": ..., "fingerprints": packed}}`` of one submission's sources."""
+    exercises = {}
+    for exercise, module in MODULE_OF.items():
+        tokens = normalised_tokens(sources.get(module, ""), exercise)
+        if tokens and tokens != stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
+            exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
+                                   "fingerprints": _packed(fingerprints(tokens))}
+    return exercises
 
 
 def save(folder, new: dict[str, dict]) -> None:
@@ -275,6 +295,9 @@ def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
         ex = ", ".join(f"`{e}` ({r:.2f})" for e, r in c.exercises.items())
         lines.append(f"{i}. {len(c.learners)} learners: {', '.join(rename(x) for x in c.learners)}; "
                      f"exercises: {ex}")
+    if result.left_out:
+        lines += ["", "Not compared (their code could not be fingerprinted within the grader's limits):", ""]
+        lines += [f"- {rename(learner)}: {why}" for learner, why in sorted(result.left_out.items())]
     return "\n".join(lines) + "\n"
 
 
