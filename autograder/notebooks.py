@@ -37,8 +37,10 @@ MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # chapter order: attention (
 CONTRACT_NAMES = frozenset(MODULE_OF)
 PACKAGES = ("mha_exercises", "solutions")  # imports of these become imports of the submission's own modules
 MAX_NOTEBOOK = 20 * 2**20  # bytes: chapter notebooks with outputs are well below this
-_MAGIC = re.compile(r"^\s*[%!?]")  # IPython magics and shell escapes are not Python
-_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
+_MAGIC = re.compile(r"^\s*[%!?]")  # IPython magics and shell escapes are not Python (matched per line)
+# Blanks, never \s: with re.M, ``^\s*`` also crosses newlines, so a cell of many blank lines
+# makes every line start rescan the rest of the cell (quadratic: 60k lines took 30 s).
+_DEF = re.compile(r"^[ \t\f]*(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 def modules_from_notebooks(notebooks: dict[str, bytes]) -> dict[str, str]:
@@ -90,6 +92,8 @@ def _code_cells(raw: bytes) -> tuple[list[tuple[list, str]], str | None]:
         nb = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as err:
         return [], f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+    except RecursionError:
+        return [], "its JSON is nested too deeply"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return [], "not a Jupyter notebook: no list of cells"
     cells = []
@@ -136,9 +140,11 @@ class _Pool:
         text = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
         try:
             tree = ast.parse(text)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             # Kept as it is, so grading reports the syntax error for that exercise's module,
             # as it would for a module file; a cell defining no exercise is simply left out.
+            # (RecursionError, MemoryError: a cell too deep or too big for the parser here,
+            # which the learner's confined process then reports the same way.)
             names = [n for n in _DEF.findall(text) if n in CONTRACT_NAMES] or ([tag] if tag else [])
             for name in names:
                 self._define(defs, name, MODULE_OF[name], text + "\n")
@@ -227,7 +233,7 @@ def _global_reads(source: str) -> list[str]:
     """
     try:
         top = symtable.symtable(source, "<notebook>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     reads: list[str] = []
     tables = [top]
