@@ -40,9 +40,9 @@ class Child:
         self.reusable = False
         try:
             self.sock.settimeout(SEND_SECONDS)
-            protocol.send(self.sock, job)
+            protocol.send(self.sock, job, max_string=protocol.JOB_LIMITS["max_string"])
             return True
-        except OSError:  # socket.timeout included
+        except (OSError, protocol.Garbage):  # socket.timeout included; Garbage: a job it cannot take
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],

@@ -51,6 +51,9 @@ MAX_HEADER = 2**20  # bytes of a message's JSON header: the arrays travel beside
 MAX_DEPTH = 16
 MAX_NODES = 100_000
 MAX_STRING = 20_000
+# What the grader sends a child (the job): the learner's module sources travel as strings, of
+# up to a module's size (submission.MAX_SOURCE); the child reads them with these limits.
+JOB_LIMITS = {"max_string": 2**20, "max_header": MAX_MESSAGE}
 
 
 class Garbage(Exception):
@@ -67,10 +70,10 @@ class Closed(Exception):
 
 # ----------------------------------------------------------------------------------- encode
 
-def encode(value) -> bytes:
+def encode(value, *, max_string: int = MAX_STRING) -> bytes:
     """One message holding ``value`` (plain data, arrays and tensors); raises Garbage."""
     buffers: list = []
-    counter = [0]
+    counter = [0, max_string]  # nodes so far, the longest string allowed
     header = _dumps(_tree(value, buffers, 0, counter), allow_nan=True, separators=(",", ":"))
     head = header.encode()
     total = 4 + _len(head) + sum(_len(b) for b in buffers)
@@ -84,7 +87,7 @@ def _tree(x, buffers, depth, counter):
     if depth > MAX_DEPTH or counter[0] > MAX_NODES:
         raise Garbage("output nested too deeply or too large")
     t = _type(x)
-    if x is None or t is _bool or t is _str and _len(x) <= MAX_STRING:
+    if x is None or t is _bool or t is _str and _len(x) <= counter[1]:
         return x
     if t is _int:
         if not -(2**63) <= x < 2**64:
@@ -155,7 +158,8 @@ _DISABLE_TORCH_FUNCTION = None
 
 # ----------------------------------------------------------------------------------- decode
 
-def decode(frame: bytes, *, torch_tensors: bool = False):
+def decode(frame: bytes, *, torch_tensors: bool = False, max_string: int = MAX_STRING,
+           max_header: int = MAX_HEADER):
     """The value of one message body (without its 8-byte length); raises Garbage.
 
     ``torch_tensors``: arrays that were tensors come back as tensors (used in the learner's
@@ -166,8 +170,8 @@ def decode(frame: bytes, *, torch_tensors: bool = False):
     (head_len,) = struct.unpack_from("<I", frame)
     if head_len > _len(frame) - 4:
         raise Garbage("a message whose header is longer than the message")
-    if head_len > MAX_HEADER:
-        raise Garbage(f"a message header of {head_len} bytes (at most {MAX_HEADER} are read)")
+    if head_len > max_header:
+        raise Garbage(f"a message header of {head_len} bytes (at most {max_header} are read)")
     head = bytes(frame[4 : 4 + head_len])
     # Every value but the first follows a comma or opens a container: more of those than
     # MAX_NODES (strings' own commas and brackets counted too) is refused before parsing.
@@ -178,7 +182,7 @@ def decode(frame: bytes, *, torch_tensors: bool = False):
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise Garbage(f"an unreadable message ({err.__class__.__name__})") from None
     arrays = _Buffers(memoryview(frame)[4 + head_len :])
-    value = _untree(header, arrays, 0, [0], torch_tensors)
+    value = _untree(header, arrays, 0, [0, max_string], torch_tensors)
     if arrays.offset != _len(arrays.data):
         raise Garbage("a message with unclaimed bytes")
     return value
@@ -210,7 +214,7 @@ def _untree(node, arrays, depth, counter, torch_tensors):
     if node is None or t in (bool, int, float):
         return node
     if t is str:
-        if len(node) > MAX_STRING:
+        if len(node) > counter[1]:
             raise Garbage("a string too long")
         return node
     if t is list:
@@ -253,8 +257,8 @@ def _decode_array(body, arrays, torch_tensors):
 
 # ---------------------------------------------------------------------------- socket I/O
 
-def send(sock: socket.socket, value) -> None:
-    sock.sendall(encode(value))
+def send(sock: socket.socket, value, *, max_string: int = MAX_STRING) -> None:
+    sock.sendall(encode(value, max_string=max_string))
 
 
 def send_frame(sock: socket.socket, frame: bytes) -> None:
@@ -276,8 +280,9 @@ def recv_frame(sock: socket.socket, deadline: float | None = None, limit: int = 
     return _recv_exactly(sock, total, deadline)
 
 
-def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False):
-    return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors)
+def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False, **limits):
+    """One message's value; ``limits``: ``max_string`` and ``max_header`` (e.g. JOB_LIMITS)."""
+    return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors, **limits)
 
 
 def _recv_exactly(sock, n, deadline):
