@@ -141,3 +141,31 @@ def test_a_class_with_every_hostile_file_is_graded_and_honest_learners_keep_full
     assert not any("grader failed" in said(learner) for learner in rows)
     assert rows["frame_bomb"]["total"] == "0" and "header of" in said("frame_bomb"), said("frame_bomb")
     assert peak < PEAK_BOUND_MB, peak
+
+
+def test_code_that_cannot_be_fingerprinted_leaves_out_only_its_learner(tmp_path, monkeypatch):
+    from autograder.classroom import similarity
+
+    tokens = similarity.normalised_tokens
+
+    def fragile(source, name):  # runs in the forked fingerprinting process: a parser that dies or hangs
+        if "CRASH" in source:
+            os._exit(9)
+        if "HANG" in source:
+            time.sleep(60)
+        return tokens(source, name)
+
+    monkeypatch.setattr(similarity, "normalised_tokens", fragile)
+    good = hostile_files.SOFTMAX.replace("return e", "total = np.sum(e, axis=axis, keepdims=True)\n"
+                                                    "    assert total.all()\n    return e")
+    subs = {"ada": good, "bob": good + "\n# mine\n", "mal": good + "# CRASH\n", "slow": good + "# HANG\n"}
+    finder = similarity.Similarity(tmp_path / "cache", warn=lambda m: None, seconds=2)
+    found = finder.code_all({learner: {"attention": code} for learner, code in subs.items()})
+    assert isinstance(found["mal"], similarity.Unfingerprinted) and "status 9" in str(found["mal"])
+    assert isinstance(found["slow"], similarity.Unfingerprinted) and "longer than 2 s" in str(found["slow"])
+    assert set(found["ada"]) == set(found["bob"]) == {"softmax"}
+    result = finder.run({k: v for k, v in found.items() if k in ("ada", "bob")},
+                        {k: str(v) for k, v in found.items() if k in ("mal", "slow")})
+    assert [c.learners for c in result.clusters] == [["ada", "bob"]]
+    md = similarity.clusters_markdown(result)
+    assert "- mal: fingerprinting the code failed" in md and "- slow: fingerprinting the code took longer" in md

@@ -130,15 +130,17 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
         from ..stubs import StubsMissing
 
         finder = sim.Similarity(Path(out) / ".similarity", warn=note, seconds=seconds)
+        try:
+            found = finder.code_all({sub.sha256: sub.sources for sub in ready.loaded.values()})
+        except StubsMissing as err:
+            raise BatchError(f"--similarity: {err}") from None
         code, left_out = {}, {}
         for learner, sub in ready.loaded.items():
-            try:
-                code[learner] = finder.code(sub.sha256, sub.sources)
-            except sim.Unfingerprinted as err:
-                left_out[learner] = str(err)
-                note(f"{learner}: left out of --similarity: {err}")
-            except StubsMissing as err:
-                raise BatchError(f"--similarity: {err}") from None
+            if isinstance(found[sub.sha256], sim.Unfingerprinted):
+                left_out[learner] = str(found[sub.sha256])
+                note(f"{learner}: left out of --similarity: {left_out[learner]}")
+            else:
+                code[learner] = found[sub.sha256]
         ready.similar = finder.run(code, left_out)
         ready.fingerprints = finder.new
     return ready

@@ -46,6 +46,7 @@ K, W = 8, 4  # k-gram length and winnowing window, in tokens
 MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
 COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
 COMMON_MIN = 5
+GROUP = 100  # submissions fingerprinted in one forked process (an honest one takes about 10 ms)
 CACHE_VERSION = 4  # 4: stub code left out (3 compared with stubs it never found)
 
 
@@ -166,6 +167,48 @@ class Similarity:
     def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
         """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission;
         Unfingerprinted when its code cannot be read within the limits (:mod:`..limited`)."""
+        found = self.code_all({content_hash: sources})[content_hash]
+        if isinstance(found, Unfingerprinted):
+            raise found
+        return found
+
+    def code_all(self, submissions: dict[str, dict[str, str]]) -> dict[str, dict | Unfingerprinted]:
+        """:meth:`code` of each submission (content hash -> sources); an Unfingerprinted in
+        place of the code of one that could not be read within the limits.
+
+        The learner's code is parsed in forked processes under limits (:mod:`..limited`), up
+        to ``GROUP`` submissions in one: a fork costs more than fingerprinting one honest
+        submission. A group that fails is done again one submission at a time, so a hostile
+        one costs at most twice its limit, and only its own code is left out.
+        """
+        found = {h: self._cached(h) for h in submissions}
+        todo = [h for h, code in found.items() if code is None]
+        if todo and self._stubs is None:
+            self._stubs = _stub_tokens()
+        for start in range(0, len(todo), GROUP):
+            group = todo[start:start + GROUP]
+            try:
+                done = dict(zip(group, self._fingerprint([submissions[h] for h in group])))
+            except Unfingerprinted as err:
+                if len(group) == 1:
+                    done = {group[0]: err}
+                else:
+                    done = {}
+                    for h in group:
+                        try:
+                            done[h] = self._fingerprint([submissions[h]])[0]
+                        except Unfingerprinted as alone:
+                            done[h] = alone
+            for h, packed in done.items():
+                if isinstance(packed, Unfingerprinted):
+                    found[h] = packed
+                    continue
+                self.normalised += 1
+                self.new[h] = {"version": CACHE_VERSION, "exercises": packed}
+                found[h] = {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in packed.items()}
+        return found
+
+    def _cached(self, content_hash: str) -> dict | None:
         from .files import read_json
 
         f = self.folder / "code" / f"{content_hash}.json"
@@ -178,18 +221,19 @@ class Similarity:
                 return exercises
             except (AttributeError, KeyError, TypeError, ValueError):
                 self._warn(f"{f} is damaged; its submission's code is fingerprinted again")
-        if self._stubs is None:
-            self._stubs = _stub_tokens()
+        return None
+
+    def _fingerprint(self, group: list[dict[str, str]]) -> list[dict]:
         from .. import limited
 
         try:  # learner bytes, parsed: in a process of its own, under limits
-            packed = limited.call(_fingerprinted, sources, self._stubs, what="fingerprinting the code",
+            packed = limited.call(_fingerprinted_all, group, self._stubs, what="fingerprinting the code",
                                   seconds=self.seconds)
         except limited.Refused as err:
             raise Unfingerprinted(str(err)) from None
-        self.normalised += 1
-        self.new[content_hash] = {"version": CACHE_VERSION, "exercises": packed}
-        return {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in packed.items()}
+        if not isinstance(packed, list) or len(packed) != len(group):
+            raise Unfingerprinted("fingerprinting the code gave a malformed answer")
+        return packed
 
     def run(self, code: dict[str, dict[str, dict]], left_out: dict[str, str] | None = None) -> SimilarityResult:
         """``code``: ``{learner: self.code(...)}`` -> clusters and common code. ``left_out``:
@@ -219,6 +263,10 @@ class Similarity:
                     links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
         return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached,
                                 dict(left_out or {}))
+
+
+def _fingerprinted_all(group: list[dict[str, str]], stubs: dict) -> list[dict[str, dict]]:
+    return [_fingerprinted(sources, stubs) for sources in group]
 
 
 def _fingerprinted(sources: dict[str, str], stubs: dict) -> dict[str, dict]:
