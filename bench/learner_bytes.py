@@ -2,7 +2,7 @@
 hostile submission, graded by ``mha-grade batch`` as an instructor runs it.
 
     python bench/learner_bytes.py [--honest 3] [--attack NAME ...] [--checkout DIR] [--timeout 30]
-                                  [--kill-after 300] [--bound-mb 500]
+                                  [--kill-after 300] [--bound-mb 500] [--single]
 
 Attacks (``tests/hostile_files.py``): ``deep-notebook`` (a notebook cell ``x = a+a+...`` of
 200k terms), ``deep-module`` (the same in ``attention.py``, read by ``--similarity``),
@@ -12,6 +12,9 @@ header is 20M empty objects); ``honest`` puts an honest learner in the hostile o
 the baseline. Every run is ``python -m autograder batch CLASS --out OUT -e softmax --jobs 2
 --similarity --timeout T`` in a fresh process from ``--checkout`` (default: this one; give
 an older checkout to measure before a change), killed after ``--kill-after`` seconds.
+
+``--single`` grades the hostile submission alone instead (``python -m autograder SUB -e softmax
+--json``), as on Gradescope: the same measures, and its report.
 
 For each run: exit status, wall seconds, the grader tree's peak memory (the sum of its
 processes' proportional set sizes, sampled every 0.1 s; and the largest single process's
@@ -72,16 +75,21 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
-def run(attack: str, honest: int, checkout: Path, timeout: float, kill_after: float) -> dict:
+def run(attack: str, honest: int, checkout: Path, timeout: float, kill_after: float, single: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="learner-bytes-") as tmp:
         klass, out = Path(tmp) / "class", Path(tmp) / "out"
         klass.mkdir()
-        for i in range(honest):
+        for i in range(0 if single else honest):
             hostile_files.honest(klass / f"honest{i}")
-        ATTACKS[attack](klass)
+        mallory = ATTACKS[attack](klass)
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(checkout))
-        cmd = [sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "-e", "softmax",
-               "--jobs", "2", "--similarity", "--timeout", str(timeout), "--quiet"]
+        if single:
+            (out / "reports").mkdir(parents=True)
+            cmd = [sys.executable, "-m", "autograder", str(mallory), "-e", "softmax", "--json",
+                   str(out / "reports" / "mallory.json"), "--quiet"]
+        else:
+            cmd = [sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "-e", "softmax",
+                   "--jobs", "2", "--similarity", "--timeout", str(timeout), "--quiet"]
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         peak = [0]
@@ -116,7 +124,7 @@ def run(attack: str, honest: int, checkout: Path, timeout: float, kill_after: fl
             with open(out / "grades.csv") as f:
                 rows = {r["learner"]: r for r in csv.DictReader(f)}
         full = sum(1 for i in range(honest) if rows.get(f"honest{i}", {}).get("total") == "5")
-        mallory = rows.get("mallory")
+        row = rows.get("mallory")
         said = ""
         report = out / "reports" / "mallory.json"
         if report.exists():
@@ -126,8 +134,9 @@ def run(attack: str, honest: int, checkout: Path, timeout: float, kill_after: fl
         similarity = (out / "similarity.md").read_text() if (out / "similarity.md").exists() else ""
         return {"attack": attack, "exit": "killed" if killed else proc.returncode, "wall": wall,
                 "tree_peak_mb": peak[0] / 1024, "max_rss_mb": rusage.ru_maxrss / 1024 if rusage else 0,
-                "honest_full": f"{full}/{honest}",
-                "row": (f"{mallory['total']} {mallory['status']}" if mallory else "no row") + (f" | {said}" if said else ""),
+                "honest_full": "-" if single else f"{full}/{honest}",
+                "row": ("" if single else f"{row['total']} {row['status']}" if row else "no row")
+                + (f" | {said}" if said else ""),
                 "similarity_note": next((ln for ln in similarity.splitlines() if ln.startswith("- mallory")), ""),
                 "stderr_tail": stderr.strip().splitlines()[-1:] if stderr.strip() else []}
 
@@ -140,13 +149,14 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--kill-after", type=float, default=300.0)
     p.add_argument("--bound-mb", type=float, default=500.0)
+    p.add_argument("--single", action="store_true", help="grade the hostile submission alone (mha-grade SUB)")
     args = p.parse_args(argv)
     attacks = args.attack or list(ATTACKS)
     if "honest" not in attacks:
         attacks.insert(0, "honest")
     results = []
     for attack in attacks:
-        r = run(attack, args.honest, args.checkout.resolve(), args.timeout, args.kill_after)
+        r = run(attack, args.honest, args.checkout.resolve(), args.timeout, args.kill_after, args.single)
         results.append(r)
         print(f"{r['attack']:18} exit {r['exit']!s:6} {r['wall']:6.1f} s  tree peak {r['tree_peak_mb']:7.0f} MB  "
               f"largest process {r['max_rss_mb']:6.0f} MB  honest full marks {r['honest_full']}", flush=True)
@@ -157,7 +167,8 @@ def main(argv=None) -> int:
             print(f"{'':18} stderr: {r['stderr_tail'][0][:200]}", flush=True)
     base = next(r for r in results if r["attack"] == "honest")
     failed = [r["attack"] for r in results
-              if r["exit"] != 0 or r["honest_full"] != f"{args.honest}/{args.honest}"
+              if r["exit"] not in ((0, 2) if args.single else (0,))  # 2: a submission refused whole
+              or not args.single and r["honest_full"] != f"{args.honest}/{args.honest}"
               or r["tree_peak_mb"] > base["tree_peak_mb"] + args.bound_mb]
     if failed:
         print(f"FAILED: {', '.join(failed)} (not ended by itself, an honest learner without full marks, "
