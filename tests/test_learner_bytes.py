@@ -169,3 +169,35 @@ def test_code_that_cannot_be_fingerprinted_leaves_out_only_its_learner(tmp_path,
     assert [c.learners for c in result.clusters] == [["ada", "bob"]]
     md = similarity.clusters_markdown(result)
     assert "- mal: fingerprinting the code failed" in md and "- slow: fingerprinting the code took longer" in md
+
+
+def test_an_exercise_s_frames_are_capped_together_before_they_are_read():
+    import socket
+    import threading
+
+    import numpy as np
+
+    from autograder.isolation import exchange
+
+    grader, learner = socket.socketpair()
+    big = np.zeros(5 * MB)  # 40 MB: one frame may be that large, two may not
+    frames = [protocol.encode({"case": i, "ok": big}) for i in range(2)]
+    sent = []
+
+    def send():
+        try:
+            for frame in frames:
+                learner.sendall(frame)
+                sent.append(len(frame))
+        except OSError:  # the grader stopped reading: the rest is never read
+            pass
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    child = exchange.Child(os.getpid(), grader)
+    outputs, ended = child.collect(3, time.monotonic() + 10, lambda *a: b"")
+    assert ended == "oversize"
+    assert outputs[0].nbytes == big.nbytes and outputs[1] is None and outputs[2] is None
+    grader.close()
+    sender.join(10)
+    learner.close()
