@@ -133,8 +133,8 @@ def load(path: str | Path, seconds: float | None = None) -> Submission:
 
 
 def _only_modules(top: Path) -> bool:
-    """Whether ``top`` is a folder whose searched files include no notebook and no zip (its
-    reading then parses nothing), in a look that stops after ``MAX_FILES`` entries."""
+    """Whether ``top`` is a folder holding no notebook and no zip, in no more than ``MAX_FILES``
+    entries (its reading then parses nothing and lists little), in a look that stops there."""
     if top.is_symlink() or not top.is_dir():
         return False
     seen, folders = 0, [top]
@@ -149,8 +149,7 @@ def _only_modules(top: Path) -> bool:
                 name = entry.name.lower()
                 if seen > MAX_FILES or name.endswith((".ipynb", ".zip")):
                     return False
-                if entry.is_dir(follow_symlinks=False) and entry.name not in NOT_THEIRS \
-                        and not entry.name.startswith("."):
+                if entry.is_dir(follow_symlinks=False):  # all of them: the reading looks into some that it skips
                     folders.append(Path(entry.path))
     return True
 
