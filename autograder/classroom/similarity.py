@@ -23,7 +23,9 @@ An integrity aid, not a verdict: it points an instructor at submissions worth re
 
 Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written
 by :func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a
-linear pass over the class's fingerprints.
+linear pass over the class's fingerprints. Steps 1-2 parse learner code, so they run in forked
+processes under limits (:mod:`autograder.limited`): code that cannot be fingerprinted there
+leaves only its learner out, named in ``similarity.md`` with the reason.
 """
 from __future__ import annotations
 
