@@ -122,7 +122,8 @@ def _stub_tokens() -> dict[str, list[str] | None]:
     """Each exercise's stub definition, normalised; StubsMissing if the stubs are not there."""
     from .. import stubs
 
-    return {exercise: normalised_tokens(stubs.source(module), exercise) for exercise, module in MODULE_OF.items()}
+    return {exercise: normalised_tokens(stubs.source(module), exercise)
+            for exercise, module in MODULE_OF.items()}
 
 
 @dataclass
@@ -180,8 +181,9 @@ class Similarity:
 
         The learner's code is parsed in forked processes under limits (:mod:`..limited`), up
         to ``GROUP`` submissions in one: a fork costs about as much as fingerprinting one
-        honest submission (10-30 ms against 20-60 ms here). A group that fails is done again one submission at a time, so a hostile
-        one costs at most twice its limit, and only its own code is left out.
+        honest submission (10-30 ms against 20-60 ms here). A group that fails is done again
+        one submission at a time, so a hostile one costs at most twice its limit, and only its
+        own code is left out.
         """
         found = {h: self._cached(h) for h in submissions}
         todo = [h for h, code in found.items() if code is None]
