@@ -76,8 +76,12 @@ def extract_notebooks(notebooks: dict[str, bytes]) -> tuple[dict[str, str], list
     taken = []
     for pool in pools:
         names = [n for n, d in defs.items() if d[3] == pool.notebook and "/" not in n]
+        beyond = (f"; code cell(s) {', '.join(map(str, pool.beyond))} too deep or too large for the grader's "
+                  "parser, left out" if pool.beyond else "")
         if names:
-            taken.append(f"{pool.notebook} (the definitions of {', '.join(names)}; no other cell was run)")
+            taken.append(f"{pool.notebook} (the definitions of {', '.join(names)}; no other cell was run{beyond})")
+        elif beyond:
+            taken.append(f"{pool.notebook} (no exercise definition{beyond})")
     taken += [f"{name} (unreadable: {error})" for name, error in broken.items()]
     return modules, taken
 
@@ -134,13 +138,16 @@ class _Pool:
         self.chapter = _chapter_of(notebook)
         self.binders: dict[str, tuple[str, tuple]] = {}  # name -> (source, position), the last binding wins
         self.cells = 0
+        self.beyond: list[int] = []  # code cells (from 1) Python's parser could not take here
 
     def add_cell(self, source: str, tag: str | None, defs: dict) -> None:
         self.cells += 1
         text = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
         try:
             tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            if isinstance(err, (RecursionError, MemoryError)):
+                self.beyond.append(self.cells)
             # Kept as it is, so grading reports the syntax error for that exercise's module,
             # as it would for a module file; a cell defining no exercise is simply left out.
             # (RecursionError, MemoryError: a cell too deep or too big for the parser here,

@@ -78,6 +78,7 @@ def test_a_notebook_cell_too_deep_or_too_slow_to_parse_costs_nothing(tmp_path):
     nb = hostile_files.deep_notebook(tmp_path / "01_attention.ipynb")
     got = submission.load(nb)  # the cell is left out: it defines no exercise
     assert "def softmax" in got.sources["attention"] and "a+a" not in got.sources["attention"]
+    assert "code cell(s) 2 too deep or too large for the grader's parser, left out" in got.intake()
     nb = hostile_files.newlines_notebook(tmp_path / "01_attention.ipynb", lines=400_000)
     start = time.process_time()
     got = submission.read(nb)  # in this process: the pattern itself must be linear
@@ -135,6 +136,7 @@ def test_a_class_with_every_hostile_file_is_graded_and_honest_learners_keep_full
 
     # The long expression and the blank lines are left out of the notebooks: the softmax above them counts.
     assert rows["deep_notebook"]["total"] == "5" and rows["newlines"]["total"] == "5"
+    assert "too deep or too large for the grader's parser" in " ".join(reports["deep_notebook"]["intake"]["taken"])
     assert "add up to more than" in said("notebooks") and rows["notebooks"]["total"] == "0"
     # Too deep to compile in the learner's process too: that is the learner's error, not the grader's.
     assert rows["deep_module"]["total"] == "0" and "RecursionError" in said("deep_module")
@@ -201,3 +203,12 @@ def test_an_exercise_s_frames_are_capped_together_before_they_are_read():
     grader.close()
     sender.join(10)
     learner.close()
+
+
+def test_a_module_longer_than_a_returned_string_still_travels_to_the_learners_process():
+    source = "# " + "x" * 30_000 + "\n" + hostile_files.SOFTMAX  # 30 kB of comments: an honest module may
+    job = {"sources": {"attention": source}}
+    with pytest.raises(protocol.Garbage):  # a learner's output may not hold such a string
+        protocol.encode(job)
+    frame = protocol.encode(job, max_string=protocol.JOB_LIMITS["max_string"])
+    assert protocol.decode(frame[8:], **protocol.JOB_LIMITS) == job
