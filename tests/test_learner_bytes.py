@@ -212,3 +212,17 @@ def test_a_module_longer_than_a_returned_string_still_travels_to_the_learners_pr
         protocol.encode(job)
     frame = protocol.encode(job, max_string=protocol.JOB_LIMITS["max_string"])
     assert protocol.decode(frame[8:], **protocol.JOB_LIMITS) == job
+
+
+def test_an_exercise_s_messages_are_counted_too(monkeypatch):
+    import socket
+
+    from autograder.isolation import exchange
+
+    monkeypatch.setattr(exchange, "MAX_EXERCISE_FRAMES", 50)
+    grader, learner = socket.socketpair()
+    learner.sendall(protocol.encode({"call": "softmax", "args": [], "kwargs": {}}) * 100)  # small, but many
+    outputs, ended = exchange.Child(os.getpid(), grader).collect(2, time.monotonic() + 10, lambda *a: b"")
+    assert ended == "oversize" and outputs == [None, None]
+    grader.close()
+    learner.close()

@@ -25,6 +25,8 @@ IMPORT_CPU = 5.0
 # Bytes a child may send in one exercise, all its frames together: what the grader holds for
 # it is the learner's budget (an honest run sends 0.4 MB for all exercises together).
 MAX_EXERCISE_BYTES = protocol.MAX_MESSAGE
+# Messages in one exercise: each costs the grader a decode (an honest run sends 225 in all).
+MAX_EXERCISE_FRAMES = 10_000
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc is Linux's
 
 
@@ -55,10 +57,10 @@ class Child:
         Returns one entry per case (plain output, CaseError, or None when none came) and why
         the exchange ended early (``"timeout"``, ``"cpu"`` for a case over ``case_cpu``,
         ``"import_cpu"``, ``"closed"``, ``"garbage"``, ``"oversize"`` when its frames together
-        would pass ``MAX_EXERCISE_BYTES``), or None.
+        would pass ``MAX_EXERCISE_BYTES`` or outnumber ``MAX_EXERCISE_FRAMES``), or None.
         """
         outputs: list = [None] * n_cases
-        received = 0
+        received = frames = 0
         progress = time.monotonic()
         spent = self.cpu_seconds() if case_cpu is not None else None
         importing = True  # until the child says the module's import is over
@@ -85,7 +87,9 @@ class Child:
                 return outputs, "oversize"
             except protocol.Garbage:
                 return outputs, "garbage"
-            received += len(frame)
+            received, frames = received + len(frame), frames + 1
+            if frames > MAX_EXERCISE_FRAMES:
+                return outputs, "oversize"
             try:
                 msg = protocol.decode(frame)
             except protocol.Garbage as err:
