@@ -37,8 +37,10 @@ MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # chapter order: attention (
 CONTRACT_NAMES = frozenset(MODULE_OF)
 PACKAGES = ("mha_exercises", "solutions")  # imports of these become imports of the submission's own modules
 MAX_NOTEBOOK = 20 * 2**20  # bytes: chapter notebooks with outputs are well below this
-_MAGIC = re.compile(r"^\s*[%!?]")  # IPython magics and shell escapes are not Python
-_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.M)
+_MAGIC = re.compile(r"^\s*[%!?]")  # IPython magics and shell escapes are not Python (matched per line)
+# Blanks, never \s: with re.M, ``^\s*`` also crosses newlines, so a cell of many blank lines
+# makes every line start rescan the rest of the cell (quadratic: 60k lines took 30 s).
+_DEF = re.compile(r"^[ \t\f]*(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 def modules_from_notebooks(notebooks: dict[str, bytes]) -> dict[str, str]:
@@ -74,8 +76,12 @@ def extract_notebooks(notebooks: dict[str, bytes]) -> tuple[dict[str, str], list
     taken = []
     for pool in pools:
         names = [n for n, d in defs.items() if d[3] == pool.notebook and "/" not in n]
+        beyond = (f"; code cell(s) {', '.join(map(str, pool.beyond))} too deep or too large for the grader's "
+                  "parser, left out" if pool.beyond else "")
         if names:
-            taken.append(f"{pool.notebook} (the definitions of {', '.join(names)}; no other cell was run)")
+            taken.append(f"{pool.notebook} (the definitions of {', '.join(names)}; no other cell was run{beyond})")
+        elif beyond:
+            taken.append(f"{pool.notebook} (no exercise definition{beyond})")
     taken += [f"{name} (unreadable: {error})" for name, error in broken.items()]
     return modules, taken
 
@@ -90,6 +96,8 @@ def _code_cells(raw: bytes) -> tuple[list[tuple[list, str]], str | None]:
         nb = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as err:
         return [], f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+    except RecursionError:
+        return [], "its JSON is nested too deeply"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return [], "not a Jupyter notebook: no list of cells"
     cells = []
@@ -130,15 +138,20 @@ class _Pool:
         self.chapter = _chapter_of(notebook)
         self.binders: dict[str, tuple[str, tuple]] = {}  # name -> (source, position), the last binding wins
         self.cells = 0
+        self.beyond: list[int] = []  # code cells (from 1) Python's parser could not take here
 
     def add_cell(self, source: str, tag: str | None, defs: dict) -> None:
         self.cells += 1
         text = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
         try:
             tree = ast.parse(text)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            if isinstance(err, (RecursionError, MemoryError)):
+                self.beyond.append(self.cells)
             # Kept as it is, so grading reports the syntax error for that exercise's module,
             # as it would for a module file; a cell defining no exercise is simply left out.
+            # (RecursionError, MemoryError: a cell too deep or too big for the parser here,
+            # which the learner's confined process then reports the same way.)
             names = [n for n in _DEF.findall(text) if n in CONTRACT_NAMES] or ([tag] if tag else [])
             for name in names:
                 self._define(defs, name, MODULE_OF[name], text + "\n")
@@ -227,7 +240,7 @@ def _global_reads(source: str) -> list[str]:
     """
     try:
         top = symtable.symtable(source, "<notebook>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     reads: list[str] = []
     tables = [top]

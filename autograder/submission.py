@@ -17,7 +17,11 @@ unfilled stub gives way to a notebook that defines its exercises.
 
 Safety: zip members are read into memory by name, never extracted (a ``../`` name cannot
 write anywhere, and is ignored); symbolic links, in a folder or a zip, are never followed
-(one could point at the grader's own files); sizes are checked before reading.
+(one could point at the grader's own files); sizes are checked before reading, each file's
+and the whole submission's (``MAX_TOTAL``, zips inside it and notebooks included). The reading
+itself runs in a forked process under memory, CPU and time limits (:mod:`.limited`): a file
+built to make a parser recurse, allocate or spin refuses that one submission, with a message
+saying why, and costs the grader nothing.
 """
 from __future__ import annotations
 
@@ -38,12 +42,12 @@ MAX_SOURCE = 1 * 2**20  # bytes per module: exercise modules are a few kB
 MAX_ZIP_MEMBERS = 1000
 MAX_FILES = 5000  # entries looked at in a folder tree: a repository with its history is far below
 MAX_NESTED_ZIP = 20 * 2**20  # bytes of a zip inside the submission, read into memory
+MAX_TOTAL = 64 * 2**20  # bytes read from one submission in all: its zips, modules and notebooks together
 # Folders that never hold the learner's own exercise code (a repository tree has them).
 NOT_THEIRS = frozenset({"solutions", "autograder", "tests", "lab", "bench", "scripts", "site-packages",
                         "node_modules", "_build", "build", "dist", "__pycache__", ".ipynb_checkpoints",
                         "__MACOSX", "venv", ".venv", "env"})
 PREFERRED_FOLDER = "mha_exercises"
-_STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
 
 
 class SubmissionError(Exception):
@@ -55,6 +59,12 @@ class SubmissionError(Exception):
         # It names the learner's files (a zip member may be named anything): inert for every
         # place it is printed (the terminal, Gradescope's output, check()).
         super().__init__(inert(message))
+
+
+def _limited():
+    from . import limited
+
+    return limited
 
 
 @dataclass(frozen=True)
@@ -98,11 +108,66 @@ class _File:
 class _Tree:
     files: list[_File] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    read: int = 0  # bytes read into memory so far
+
+    def spend(self, size: int, what: str) -> None:
+        """Count ``size`` more bytes read; SubmissionError once the submission's total is over MAX_TOTAL."""
+        self.read += size
+        if self.read > MAX_TOTAL:
+            raise SubmissionError(f"the submission's files add up to more than {MAX_TOTAL // 2**20} MB (at {what}); "
+                                  "hand in only the exercise modules or the chapter notebooks")
 
 
-def load(path: str | Path) -> Submission:
-    """The submission at ``path``; SubmissionError when it does not exist, is unreadable or
-    holds no exercise file."""
+def load(path: str | Path, seconds: float | None = None) -> Submission:
+    """The submission at ``path``; SubmissionError when it does not exist, is unreadable, holds
+    no exercise file, or could not be read within the limits (``seconds``: wall and CPU time,
+    default ``limited.READ_SECONDS``)."""
+    if _only_modules(Path(path)):
+        try:  # nothing here parses learner bytes: the byte caps bound it, and a fork would cost more
+            return read(path)
+        except (OSError, RecursionError, MemoryError) as err:
+            raise SubmissionError(f"the grader refused this submission: {type(err).__name__}: {err}") from None
+    limited = _limited()
+    try:
+        data = limited.call(_load_data, str(path), what="reading the submission", expected=SubmissionError,
+                            seconds=limited.READ_SECONDS if seconds is None else seconds)
+    except limited.Refused as err:
+        raise SubmissionError(f"the grader refused this submission: {err}") from None
+    try:
+        return Submission(data["path"], dict(data["sources"]), tuple(data["taken"]), tuple(data["ignored"]))
+    except (KeyError, TypeError, ValueError):
+        raise SubmissionError("the grader refused this submission: reading it gave a malformed answer") from None
+
+
+def _only_modules(top: Path) -> bool:
+    """Whether ``top`` is a folder holding no notebook and no zip, in no more than ``MAX_FILES``
+    entries (its reading then parses nothing and lists little), in a look that stops there."""
+    if top.is_symlink() or not top.is_dir():
+        return False
+    seen, folders = 0, [top]
+    while folders:
+        try:
+            entries = os.scandir(folders.pop())
+        except OSError:
+            return False
+        with entries:
+            for entry in entries:
+                seen += 1
+                name = entry.name.lower()
+                if seen > MAX_FILES or name.endswith((".ipynb", ".zip")):
+                    return False
+                if entry.is_dir(follow_symlinks=False):  # all of them: the reading looks into some that it skips
+                    folders.append(Path(entry.path))
+    return True
+
+
+def _load_data(path: str) -> dict:
+    s = read(path)
+    return {"path": s.path, "sources": s.sources, "taken": list(s.taken), "ignored": list(s.ignored)}
+
+
+def read(path: str | Path) -> Submission:
+    """What :func:`load` reads, in this process and without its limits (the byte caps hold)."""
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise SubmissionError(f"no submission at {str(path)!r}: give a directory of exercise modules or a .zip")
@@ -172,6 +237,7 @@ def _zip_members(name: str, read, size: int, prefix: str, tree: _Tree, top: bool
     if read is None:
         tree.ignored.append(f"{name} (a zip larger than {MAX_NESTED_ZIP // 2**20} MB)")
         return
+    tree.spend(size, name)
     try:
         z = zipfile.ZipFile(io.BytesIO(read()))
         infos = z.infolist()
@@ -232,7 +298,7 @@ def _choose(where: str, tree: _Tree) -> Submission:
         if module not in modules:
             continue
         best, *rest = sorted(modules[module], key=_rank)
-        sources[module] = _text(_read(best, MAX_SOURCE), best.path)
+        sources[module] = _text(_read(best, MAX_SOURCE, tree), best.path)
         origin[module] = best.path
         ignored += [f"{f.path} (another copy of {module}.py; {best.path} was graded)" for f in rest]
 
@@ -249,10 +315,13 @@ def _choose(where: str, tree: _Tree) -> Submission:
             if f.size > MAX_NOTEBOOK:
                 ignored.append(f"{path} (larger than {MAX_NOTEBOOK // 2**20} MB)")
                 continue
-            raw[path.split("/")[-1]] = _read(f, MAX_NOTEBOOK)
+            raw[path.split("/")[-1]] = _read(f, MAX_NOTEBOOK, tree)
         from_notebooks, nb_taken = extract_notebooks(raw)
     stubs_replaced = []
     for module, source in from_notebooks.items():
+        if len(source) > MAX_SOURCE:  # what a notebook gives is a module too, and travels as one
+            source = (f"raise ImportError('the definitions taken from the notebooks for {module}.py are larger "
+                      f"than {MAX_SOURCE} bytes, so they were not graded')\n")
         if module not in sources:
             sources[module] = source
         elif _is_stub(module, sources[module]) and "raise ImportError(" not in source:
@@ -271,9 +340,10 @@ def _choose(where: str, tree: _Tree) -> Submission:
     return Submission(where, sources, tuple(taken), tuple(ignored))
 
 
-def _read(f: _File, limit: int) -> bytes:
+def _read(f: _File, limit: int, tree: _Tree) -> bytes:
     if f.size > limit:
         raise SubmissionError(f"{f.path} is larger than {limit} bytes")
+    tree.spend(f.size, f.path)
     try:
         data = f.read()
     except (OSError, zipfile.BadZipFile, RuntimeError, ValueError) as err:
@@ -291,11 +361,7 @@ def _text(data: bytes, name: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-_STUB_TEXT: dict[str, str | None] = {}
-
-
 def _is_stub(module: str, source: str) -> bool:
-    if module not in _STUB_TEXT:
-        f = _STUBS / f"{module}.py"
-        _STUB_TEXT[module] = f.read_text().strip() if f.is_file() else None
-    return _STUB_TEXT[module] is not None and source.strip() == _STUB_TEXT[module]
+    from . import stubs
+
+    return source.strip() == stubs.source(module).strip()

@@ -32,7 +32,9 @@ def check(exercise, *, time_limit: float | None = None) -> None:
               "tests, or ask your instructor for a graded run.")
         return
     from autograder import service
-    from autograder.submission import SubmissionError, load as read_submission
+    # Read in place: a learner's own files on their own machine need no forked reader (a fork
+    # in a notebook's kernel is best avoided).
+    from autograder.submission import SubmissionError, read as read_submission
 
     package = BACKENDS[backend()]
     # The folder the notebook's `load(...)` imports from (first on the package's path).

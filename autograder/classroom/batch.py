@@ -133,7 +133,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     out = Path(out)
     ready = ahead.prepared(intake.asked(directory, out, jobs, roster, similarity)) if ahead else None
     if ready is None:
-        ready = intake.prepare(directory, out, jobs, roster, similarity, warn)
+        ready = intake.prepare(directory, out, jobs, roster, similarity, warn, intake.read_seconds(timeout))
     else:  # read by the process ahead: what it had to say is said now, in order
         for message in ready.warnings:
             warn(message)
@@ -270,7 +270,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--assignment", default="Multi-head attention", help="the column name in canvas.csv")
     parser.add_argument("--anonymize", action="store_true", help="also write anonymous/ (ids replaced) to share")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help=f"seconds per submission before it is stopped (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds per submission before it is stopped (default {DEFAULT_TIMEOUT:g}); "
+                             "reading its files, and fingerprinting them for --similarity, is stopped after "
+                             f"this or {intake.read_seconds(float('inf')):g} s, whichever is less")
     parser.add_argument("--time-limit", type=float, metavar="S",
                         help="seconds per exercise (default: each exercise's own, 10 s): what a hang costs")
     parser.add_argument("--run-as", metavar="USER",

@@ -72,6 +72,13 @@ def check_command(directory: Path, out: Path, jobs: int,
     return (export.submissions if export else submissions), export
 
 
+def read_seconds(timeout: float) -> float:
+    """Seconds to read (and fingerprint) one submission in a batch whose ``--timeout`` is ``timeout``."""
+    from ..limited import READ_SECONDS
+
+    return min(timeout, READ_SECONDS)
+
+
 @dataclass
 class Prepared:
     """Everything :func:`prepare` read, and the command it was read for (``asked``)."""
@@ -93,8 +100,14 @@ def asked(directory: Path, out: Path, jobs: int, roster: Path | None, similarity
 
 
 def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool,
-            warn: Callable[[str], None]) -> Prepared:
-    """Read the class; raises BatchError or RosterError for a command that cannot be right."""
+            warn: Callable[[str], None], seconds: float | None = None) -> Prepared:
+    """Read the class; raises BatchError or RosterError for a command that cannot be right.
+
+    Each submission is read, and fingerprinted with ``similarity``, in a process of its own
+    under memory, CPU and time limits (``seconds`` each, default ``limited.READ_SECONDS``;
+    the batch passes no more than its ``--timeout``): one that fails is refused alone, with
+    a message saying why, and the rest of the class is read.
+    """
     from ..submission import SubmissionError, load
 
     said: list[str] = []
@@ -109,14 +122,25 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
                      warnings=said)
     for learner, path in submissions.items():
         try:
-            ready.loaded[learner] = load(path)
+            ready.loaded[learner] = load(path, seconds)
         except SubmissionError as err:
             ready.refused[learner] = str(err).replace(str(path), learner)
     if similarity:
         from . import similarity as sim
+        from ..stubs import StubsMissing
 
-        finder = sim.Similarity(Path(out) / ".similarity", warn=note)
-        ready.similar = finder.run({learner: finder.code(sub.sha256, sub.sources)
-                                    for learner, sub in ready.loaded.items()})
+        finder = sim.Similarity(Path(out) / ".similarity", warn=note, seconds=seconds)
+        try:
+            found = finder.code_all({sub.sha256: sub.sources for sub in ready.loaded.values()})
+        except StubsMissing as err:
+            raise BatchError(f"--similarity: {err}") from None
+        code, left_out = {}, {}
+        for learner, sub in ready.loaded.items():
+            if isinstance(found[sub.sha256], sim.Unfingerprinted):
+                left_out[learner] = str(found[sub.sha256])
+                note(f"{learner}: left out of --similarity: {left_out[learner]}")
+            else:
+                code[learner] = found[sub.sha256]
+        ready.similar = finder.run(code, left_out)
         ready.fingerprints = finder.new
     return ready

@@ -23,7 +23,9 @@ An integrity aid, not a verdict: it points an instructor at submissions worth re
 
 Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written
 by :func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a
-linear pass over the class's fingerprints.
+linear pass over the class's fingerprints. Steps 1-2 parse learner code, so they run in forked
+processes under limits (:mod:`autograder.limited`): code that cannot be fingerprinted there
+leaves only its learner out, named in ``similarity.md`` with the reason.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import io
 import sys
 import tokenize
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..spec import MODULE_OF, POINTS
@@ -46,8 +48,8 @@ K, W = 8, 4  # k-gram length and winnowing window, in tokens
 MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
 COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
 COMMON_MIN = 5
-CACHE_VERSION = 3
-_STUBS = Path(__file__).resolve().parent.parent / "mha_exercises"
+GROUP = 25  # submissions fingerprinted in one forked process (an honest one takes 20-60 ms)
+CACHE_VERSION = 4  # 4: stub code left out (3 compared with stubs it never found)
 
 
 class _Normalise(ast.NodeTransformer):
@@ -84,15 +86,15 @@ def normalised_tokens(source: str, name: str) -> list[str] | None:
     """The tokens of the last top-level definition of ``name`` in ``source``, normalised."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-             and n.name == name]
-    if not nodes:
-        return None
-    text = ast.unparse(_Normalise().visit(nodes[-1]))
-    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+        nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and n.name == name]
+        if not nodes:
+            return None
+        text = ast.unparse(_Normalise().visit(nodes[-1]))
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        return None  # code the grader cannot parse here: the learner's confined process reports it
 
 
 def fingerprints(tokens: list[str]) -> list[int]:
@@ -117,11 +119,11 @@ def _unpacked(packed: str) -> list[int]:
 
 
 def _stub_tokens() -> dict[str, list[str] | None]:
-    stubs = {}
-    for exercise, module in MODULE_OF.items():
-        f = _STUBS / f"{module}.py"
-        stubs[exercise] = normalised_tokens(f.read_text(), exercise) if f.exists() else None
-    return stubs
+    """Each exercise's stub definition, normalised; StubsMissing if the stubs are not there."""
+    from .. import stubs
+
+    return {exercise: normalised_tokens(stubs.source(module), exercise)
+            for exercise, module in MODULE_OF.items()}
 
 
 @dataclass
@@ -144,21 +146,73 @@ class SimilarityResult:
     threshold: float
     normalised: int  # submissions normalised in this run (the others came from the cache)
     cached: int
+    left_out: dict[str, str] = field(default_factory=dict)  # learner -> why their code could not be compared
+
+
+class Unfingerprinted(Exception):
+    """A submission's code could not be fingerprinted within the limits; the message says why."""
 
 
 class Similarity:
     """The class's fingerprints, cached per submission in ``folder`` between runs."""
 
-    def __init__(self, folder, threshold: float = THRESHOLD, warn=print):
+    def __init__(self, folder, threshold: float = THRESHOLD, warn=print, seconds: float | None = None):
+        from ..limited import READ_SECONDS
+
         self.folder = Path(folder)
         self.threshold = threshold
+        self.seconds = READ_SECONDS if seconds is None else seconds  # per submission not yet cached
         self._warn = warn
         self._stubs = None
         self.normalised = self.cached = 0
         self.new: dict[str, dict] = {}  # content hash -> fingerprints computed here, for save()
 
     def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
-        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission."""
+        """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission;
+        Unfingerprinted when its code cannot be read within the limits (:mod:`..limited`)."""
+        found = self.code_all({content_hash: sources})[content_hash]
+        if isinstance(found, Unfingerprinted):
+            raise found
+        return found
+
+    def code_all(self, submissions: dict[str, dict[str, str]]) -> dict[str, dict | Unfingerprinted]:
+        """:meth:`code` of each submission (content hash -> sources); an Unfingerprinted in
+        place of the code of one that could not be read within the limits.
+
+        The learner's code is parsed in forked processes under limits (:mod:`..limited`), up
+        to ``GROUP`` submissions in one: a fork costs about as much as fingerprinting one
+        honest submission (10-30 ms against 20-60 ms here). A group that fails is done again
+        one submission at a time, so a hostile one costs at most twice its limit, and only its
+        own code is left out.
+        """
+        found = {h: self._cached(h) for h in submissions}
+        todo = [h for h, code in found.items() if code is None]
+        if todo and self._stubs is None:
+            self._stubs = _stub_tokens()
+        for start in range(0, len(todo), GROUP):
+            group = todo[start:start + GROUP]
+            try:
+                done = dict(zip(group, self._fingerprint([submissions[h] for h in group])))
+            except Unfingerprinted as err:
+                if len(group) == 1:
+                    done = {group[0]: err}
+                else:
+                    done = {}
+                    for h in group:
+                        try:
+                            done[h] = self._fingerprint([submissions[h]])[0]
+                        except Unfingerprinted as alone:
+                            done[h] = alone
+            for h, packed in done.items():
+                if isinstance(packed, Unfingerprinted):
+                    found[h] = packed
+                    continue
+                self.normalised += 1
+                self.new[h] = {"version": CACHE_VERSION, "exercises": packed}
+                found[h] = {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in packed.items()}
+        return found
+
+    def _cached(self, content_hash: str) -> dict | None:
         from .files import read_json
 
         f = self.folder / "code" / f"{content_hash}.json"
@@ -171,21 +225,23 @@ class Similarity:
                 return exercises
             except (AttributeError, KeyError, TypeError, ValueError):
                 self._warn(f"{f} is damaged; its submission's code is fingerprinted again")
-        self.normalised += 1
-        if self._stubs is None:
-            self._stubs = _stub_tokens()
-        exercises = {}
-        for exercise, module in MODULE_OF.items():
-            tokens = normalised_tokens(sources.get(module, ""), exercise)
-            if tokens and tokens != self._stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
-                exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
-                                       "fingerprints": fingerprints(tokens)}
-        self.new[content_hash] = {"version": CACHE_VERSION, "exercises": {
-            e: dict(c, fingerprints=_packed(c["fingerprints"])) for e, c in exercises.items()}}
-        return exercises
+        return None
 
-    def run(self, code: dict[str, dict[str, dict]]) -> SimilarityResult:
-        """``code``: ``{learner: self.code(...)}`` -> clusters and common code."""
+    def _fingerprint(self, group: list[dict[str, str]]) -> list[dict]:
+        from .. import limited
+
+        try:  # learner bytes, parsed: in a process of its own, under limits
+            packed = limited.call(_fingerprinted_all, group, self._stubs, what="fingerprinting the code",
+                                  seconds=self.seconds)
+        except limited.Refused as err:
+            raise Unfingerprinted(str(err)) from None
+        if not isinstance(packed, list) or len(packed) != len(group):
+            raise Unfingerprinted("fingerprinting the code gave a malformed answer")
+        return packed
+
+    def run(self, code: dict[str, dict[str, dict]], left_out: dict[str, str] | None = None) -> SimilarityResult:
+        """``code``: ``{learner: self.code(...)}`` -> clusters and common code. ``left_out``:
+        learners whose code could not be fingerprinted, and why (said in the report)."""
         n = len(code)
         limit = max(COMMON_MIN, COMMON_SHARE * n)
         links: dict[tuple[str, str], dict[str, float]] = {}
@@ -209,7 +265,23 @@ class Similarity:
                 smaller = min(len(rare[a]), len(rare[b]))
                 if smaller >= MIN_FINGERPRINTS and k / smaller >= self.threshold:
                     links.setdefault((a, b), {})[exercise] = round(k / smaller, 3)
-        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached)
+        return SimilarityResult(_clusters(links), common, self.threshold, self.normalised, self.cached,
+                                dict(left_out or {}))
+
+
+def _fingerprinted_all(group: list[dict[str, str]], stubs: dict) -> list[dict[str, dict]]:
+    return [_fingerprinted(sources, stubs) for sources in group]
+
+
+def _fingerprinted(sources: dict[str, str], stubs: dict) -> dict[str, dict]:
+    """``{exercise: {"digest": ..., "fingerprints": packed}}`` of one submission's sources."""
+    exercises = {}
+    for exercise, module in MODULE_OF.items():
+        tokens = normalised_tokens(sources.get(module, ""), exercise)
+        if tokens and tokens != stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
+            exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
+                                   "fingerprints": _packed(fingerprints(tokens))}
+    return exercises
 
 
 def save(folder, new: dict[str, dict]) -> None:
@@ -275,6 +347,9 @@ def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
         ex = ", ".join(f"`{e}` ({r:.2f})" for e, r in c.exercises.items())
         lines.append(f"{i}. {len(c.learners)} learners: {', '.join(rename(x) for x in c.learners)}; "
                      f"exercises: {ex}")
+    if result.left_out:
+        lines += ["", "Not compared (their code could not be fingerprinted within the grader's limits):", ""]
+        lines += [f"- {rename(learner)}: {why}" for learner, why in sorted(result.left_out.items())]
     return "\n".join(lines) + "\n"
 
 

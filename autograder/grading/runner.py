@@ -237,6 +237,11 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
         missing = exchange.over_cpu(ended, run.exercise.case_cpu, run.exercise.module)
     elif ended == "garbage":
         missing = CaseError("garbage", "the process running your code sent a malformed message")
+    elif ended == "oversize":
+        missing = CaseError("garbage", f"the process running your code sent more than "
+                                       f"{exchange.MAX_EXERCISE_BYTES // 2**20} MB, or more than "
+                                       f"{exchange.MAX_EXERCISE_FRAMES} messages, for this exercise; "
+                                       "the grader read no more of it")
     elif ended == "closed":
         missing = exchange.describe_exit(status)
     else:

@@ -22,6 +22,11 @@ CPU_POLL = 0.1  # seconds between two looks at a waiting child's CPU time
 # Importing a learner's module may take far longer than a case: its top may import matplotlib,
 # SciPy or pandas (0.5-1 s of CPU each here). That is not the case's time, and has its own limit.
 IMPORT_CPU = 5.0
+# Bytes a child may send in one exercise, all its frames together: what the grader holds for
+# it is the learner's budget (an honest run sends 0.4 MB for all exercises together).
+MAX_EXERCISE_BYTES = protocol.MAX_MESSAGE
+# Messages in one exercise: each costs the grader a decode (an honest run sends 225 in all).
+MAX_EXERCISE_FRAMES = 10_000
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc is Linux's
 
 
@@ -37,9 +42,9 @@ class Child:
         self.reusable = False
         try:
             self.sock.settimeout(SEND_SECONDS)
-            protocol.send(self.sock, job)
+            protocol.send(self.sock, job, max_string=protocol.JOB_LIMITS["max_string"])
             return True
-        except OSError:  # socket.timeout included
+        except (OSError, protocol.Garbage):  # socket.timeout included; Garbage: a job it cannot take
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
@@ -51,9 +56,11 @@ class Child:
         the child may spend on any one case, after ``IMPORT_CPU`` for importing the module.
         Returns one entry per case (plain output, CaseError, or None when none came) and why
         the exchange ended early (``"timeout"``, ``"cpu"`` for a case over ``case_cpu``,
-        ``"import_cpu"``, ``"closed"``, ``"garbage"``), or None.
+        ``"import_cpu"``, ``"closed"``, ``"garbage"``, ``"oversize"`` when its frames together
+        would pass ``MAX_EXERCISE_BYTES`` or outnumber ``MAX_EXERCISE_FRAMES``), or None.
         """
         outputs: list = [None] * n_cases
+        received = frames = 0
         progress = time.monotonic()
         spent = self.cpu_seconds() if case_cpu is not None else None
         importing = True  # until the child says the module's import is over
@@ -71,13 +78,18 @@ class Child:
                 if time.monotonic() < until:
                     continue
             try:
-                frame = protocol.recv_frame(self.sock, until)
+                frame = protocol.recv_frame(self.sock, until, limit=MAX_EXERCISE_BYTES - received)
             except TimeoutError:
                 return outputs, "timeout"
             except protocol.Closed:
                 return outputs, "closed"
+            except protocol.Oversize:
+                return outputs, "oversize"
             except protocol.Garbage:
                 return outputs, "garbage"
+            received, frames = received + len(frame), frames + 1
+            if frames > MAX_EXERCISE_FRAMES:
+                return outputs, "oversize"
             try:
                 msg = protocol.decode(frame)
             except protocol.Garbage as err:

@@ -13,6 +13,12 @@ decoding cannot run code of the sender's making. Everything decoded is validated
 allow-list, byte counts, sizes, depth); anything else raises :class:`Garbage`, which the
 pipeline reports as ``CaseError("garbage")``.
 
+What the grader reads from a child is the learner's to spend, never the grader's: a frame's
+length is checked before its bytes are read (``MAX_MESSAGE``), and its JSON header's length
+(``MAX_HEADER``) and an upper bound of its node count (``MAX_NODES``, counted in the raw
+bytes) before it is parsed, so that no header makes the grader build millions of objects.
+(A 60 MB header of empty objects once grew the grader by 1.57 GB.)
+
 Encoding runs in the learner's process after the learner's code may have patched numpy,
 torch or builtins, so it uses references captured at import time, and it turns ndarray and
 Tensor *subclasses* into plain arrays through the base classes' own methods (a subclass that
@@ -40,14 +46,22 @@ ALLOWED_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
      "float16", "float32", "float64"}
 )
-MAX_MESSAGE = 64 * 2**20  # bytes per message: a case's outputs are far smaller
+MAX_MESSAGE = 64 * 2**20  # bytes per message: a case's outputs are far smaller (17 kB at most in a run)
+MAX_HEADER = 2**20  # bytes of a message's JSON header: the arrays travel beside it (1 kB at most in a run)
 MAX_DEPTH = 16
 MAX_NODES = 100_000
 MAX_STRING = 20_000
+# What the grader sends a child (the job): the learner's module sources travel as strings, of
+# up to a module's size (submission.MAX_SOURCE); the child reads them with these limits.
+JOB_LIMITS = {"max_string": 2**20, "max_header": MAX_MESSAGE}
 
 
 class Garbage(Exception):
     """Data that is not plain data of the expected form."""
+
+
+class Oversize(Garbage):
+    """A frame longer than what the reader allows: refused before its bytes are read."""
 
 
 class Closed(Exception):
@@ -56,10 +70,10 @@ class Closed(Exception):
 
 # ----------------------------------------------------------------------------------- encode
 
-def encode(value) -> bytes:
+def encode(value, *, max_string: int = MAX_STRING) -> bytes:
     """One message holding ``value`` (plain data, arrays and tensors); raises Garbage."""
     buffers: list = []
-    counter = [0]
+    counter = [0, max_string]  # nodes so far, the longest string allowed
     header = _dumps(_tree(value, buffers, 0, counter), allow_nan=True, separators=(",", ":"))
     head = header.encode()
     total = 4 + _len(head) + sum(_len(b) for b in buffers)
@@ -73,7 +87,7 @@ def _tree(x, buffers, depth, counter):
     if depth > MAX_DEPTH or counter[0] > MAX_NODES:
         raise Garbage("output nested too deeply or too large")
     t = _type(x)
-    if x is None or t is _bool or t is _str and _len(x) <= MAX_STRING:
+    if x is None or t is _bool or t is _str and _len(x) <= counter[1]:
         return x
     if t is _int:
         if not -(2**63) <= x < 2**64:
@@ -144,23 +158,31 @@ _DISABLE_TORCH_FUNCTION = None
 
 # ----------------------------------------------------------------------------------- decode
 
-def decode(frame: bytes, *, torch_tensors: bool = False):
+def decode(frame: bytes, *, torch_tensors: bool = False, max_string: int = MAX_STRING,
+           max_header: int = MAX_HEADER):
     """The value of one message body (without its 8-byte length); raises Garbage.
 
     ``torch_tensors``: arrays that were tensors come back as tensors (used in the learner's
     process, where a proxied reference function must return what the learner expects).
     """
+    if _len(frame) < 4:
+        raise Garbage("a truncated message")
+    (head_len,) = struct.unpack_from("<I", frame)
+    if head_len > _len(frame) - 4:
+        raise Garbage("a message whose header is longer than the message")
+    if head_len > max_header:
+        raise Garbage(f"a message header of {head_len} bytes (at most {max_header} are read)")
+    head = bytes(frame[4 : 4 + head_len])
+    # Every value but the first follows a comma or opens a container: more of those than
+    # MAX_NODES (strings' own commas and brackets counted too) is refused before parsing.
+    if head.count(b",") + head.count(b"[") + head.count(b"{") >= MAX_NODES:
+        raise Garbage(f"a message header of more than {MAX_NODES} values")
     try:
-        if _len(frame) < 4:
-            raise Garbage("a truncated message")
-        (head_len,) = struct.unpack_from("<I", frame)
-        if head_len > _len(frame) - 4:
-            raise Garbage("a message whose header is longer than the message")
-        header = _loads(frame[4 : 4 + head_len].decode())
+        header = _loads(head.decode())
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise Garbage(f"an unreadable message ({err.__class__.__name__})") from None
     arrays = _Buffers(memoryview(frame)[4 + head_len :])
-    value = _untree(header, arrays, 0, [0], torch_tensors)
+    value = _untree(header, arrays, 0, [0, max_string], torch_tensors)
     if arrays.offset != _len(arrays.data):
         raise Garbage("a message with unclaimed bytes")
     return value
@@ -192,7 +214,7 @@ def _untree(node, arrays, depth, counter, torch_tensors):
     if node is None or t in (bool, int, float):
         return node
     if t is str:
-        if len(node) > MAX_STRING:
+        if len(node) > counter[1]:
             raise Garbage("a string too long")
         return node
     if t is list:
@@ -235,32 +257,38 @@ def _decode_array(body, arrays, torch_tensors):
 
 # ---------------------------------------------------------------------------- socket I/O
 
-def send(sock: socket.socket, value) -> None:
-    sock.sendall(encode(value))
+def send(sock: socket.socket, value, *, max_string: int = MAX_STRING) -> None:
+    sock.sendall(encode(value, max_string=max_string))
 
 
 def send_frame(sock: socket.socket, frame: bytes) -> None:
     sock.sendall(frame)
 
 
-def recv_frame(sock: socket.socket, deadline: float | None = None) -> bytes:
+def recv_frame(sock: socket.socket, deadline: float | None = None, limit: int = MAX_MESSAGE) -> bytearray:
     """One message body (header length onwards); Closed on EOF, TimeoutError at the deadline.
 
-    Raises Garbage for a frame longer than MAX_MESSAGE (the stream cannot be trusted after).
+    Raises Oversize for a frame longer than ``limit`` (at most MAX_MESSAGE), Garbage for one
+    too short to hold a header; either way, before its body is read (the stream cannot be
+    trusted after).
     """
     (total,) = struct.unpack("<Q", _recv_exactly(sock, 8, deadline))
-    if total > MAX_MESSAGE or total < 4:
+    if total > min(limit, MAX_MESSAGE):
+        raise Oversize(f"a message of {total} bytes, more than the {min(limit, MAX_MESSAGE)} bytes left to it")
+    if total < 4:
         raise Garbage(f"a message of {total} bytes")
     return _recv_exactly(sock, total, deadline)
 
 
-def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False):
-    return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors)
+def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False, **limits):
+    """One message's value; ``limits``: ``max_string`` and ``max_header`` (e.g. JOB_LIMITS)."""
+    return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors, **limits)
 
 
 def _recv_exactly(sock, n, deadline):
-    chunks, got = [], 0
-    while got < n:
+    """``n`` bytes, in one buffer grown as they arrive (never allocated on the sender's word alone)."""
+    data = bytearray()
+    while _len(data) < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -269,13 +297,12 @@ def _recv_exactly(sock, n, deadline):
         else:
             sock.settimeout(None)
         try:
-            chunk = sock.recv(min(n - got, 1 << 20))
+            chunk = sock.recv(min(n - _len(data), 1 << 20))
         except socket.timeout:
             raise TimeoutError from None
         except OSError as err:  # e.g. connection reset by a killed process
             raise Closed(str(err)) from None
         if not chunk:
             raise Closed("end of stream")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        data += chunk
+    return data

@@ -1,0 +1,228 @@
+"""One learner's bytes cost only that learner: files the grader itself reads (notebooks,
+zips, source for ``--similarity``) and frames a learner's process sends back, each built to
+cost the grader, seen from outside: a class graded beside them ends by itself, every honest
+learner keeps full marks, the hostile learner has a row saying what was refused, and the
+grader's memory stays bounded. The hostile submissions are in ``tests/hostile_files.py``;
+``bench/learner_bytes.py`` measures the same attacks at full size.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import hostile_files
+from autograder import limited, submission
+from autograder.isolation import confinement, protocol
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 2**20
+# Above what an honest class of this size costs the grader tree's largest process (about
+# 0.3 GB, torch included): what the hostile frame alone cost before (1.6 GB more) cannot fit.
+PEAK_BOUND_MB = 800
+
+confined = pytest.mark.skipif(not confinement()[0], reason=f"not confined here: {confinement()[1]}")
+
+
+def mha_grade(args: list, cwd: Path) -> tuple[int, str, float]:
+    """``python -m autograder ARGS`` as an instructor runs it: (exit status, stderr, peak RSS in
+    MB of the largest process of the grader's tree, from the kernel's count when it is reaped)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("MHA_GRADE_USER", None)
+    with open(cwd / "stderr.txt", "w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "autograder", *map(str, args)], cwd=cwd, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 300
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the batch did not end by itself within 300 s")
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return proc.returncode, err.read(), usage.ru_maxrss / 1024
+
+
+# ------------------------------------------------------------------------------ reading
+
+def test_reading_is_refused_alone_when_it_fails_or_overruns():
+    def recurse(n):
+        return recurse(n + 1)
+
+    with pytest.raises(limited.Refused, match="nested too deeply"):
+        limited.call(recurse, 0, what="reading it")
+    with pytest.raises(limited.Refused, match="more memory"):
+        limited.call(bytearray, 2 * limited.READ_MB * MB, what="reading it")
+    start = time.monotonic()
+    with pytest.raises(limited.Refused, match="longer than 1 s|more than 1 s of CPU"):
+        limited.call(time.sleep, 30, what="reading it", seconds=1)
+    assert time.monotonic() - start < 10
+    with pytest.raises(limited.Refused, match="exited with status 3"):
+        limited.call(os._exit, 3, what="reading it")
+    with pytest.raises(submission.SubmissionError, match="no exercise files"):  # the reader's own refusal
+        limited.call(submission.read, ROOT / "tests", what="reading it", expected=submission.SubmissionError)
+    assert limited.call(sorted, [3, 1, 2], what="sorting") == [1, 2, 3]
+
+
+def test_a_notebook_cell_too_deep_or_too_slow_to_parse_costs_nothing(tmp_path):
+    nb = hostile_files.deep_notebook(tmp_path / "01_attention.ipynb")
+    got = submission.load(nb)  # the cell is left out: it defines no exercise
+    assert "def softmax" in got.sources["attention"] and "a+a" not in got.sources["attention"]
+    assert "code cell(s) 2 too deep or too large for the grader's parser, left out" in got.intake()
+    nb = hostile_files.newlines_notebook(tmp_path / "01_attention.ipynb", lines=400_000)
+    start = time.process_time()
+    got = submission.read(nb)  # in this process: the pattern itself must be linear
+    assert time.process_time() - start < 5  # 400k lines: was 150 s and more (quadratic)
+    assert "def softmax" in got.sources["attention"]
+
+
+def test_a_submissions_files_are_capped_together(tmp_path):
+    z = hostile_files.notebooks_zip(tmp_path / "mallory.zip", count=5, megabytes=19)
+    with pytest.raises(submission.SubmissionError, match=f"add up to more than {submission.MAX_TOTAL // MB} MB"):
+        submission.load(z)
+
+
+# ----------------------------------------------------------------------------- protocol
+
+def test_a_frame_header_is_capped_before_it_is_parsed():
+    bomb = b"[" + b"{}," * 20_000_000 + b"{}]"  # 60 MB: parsed, 20M dicts (1.57 GB)
+    start = time.process_time()
+    with pytest.raises(protocol.Garbage, match=f"header of {len(bomb)} bytes"):
+        protocol.decode(struct.pack("<I", len(bomb)) + bomb)
+    many = b"[" + b"0," * (protocol.MAX_NODES + 1) + b"0]"  # under the byte cap, over the node cap
+    with pytest.raises(protocol.Garbage, match=f"more than {protocol.MAX_NODES} values"):
+        protocol.decode(struct.pack("<I", len(many)) + many)
+    assert time.process_time() - start < 1  # refused on sight, nothing parsed
+    honest = {"case": 3, "ok": [1.5, "a, [b]", {"d": 1}]}
+    assert protocol.decode(protocol.encode(honest)[8:]) == honest
+
+
+# ------------------------------------------------------------------------ a whole class
+
+@confined
+def test_a_class_with_every_hostile_file_is_graded_and_honest_learners_keep_full_marks(tmp_path):
+    klass, out = tmp_path / "class", tmp_path / "out"
+    klass.mkdir()
+    for i in range(2):
+        hostile_files.honest(klass / f"honest{i}")
+    hostile_files.deep_notebook(klass / "deep_notebook.ipynb")
+    hostile_files.deep_module(klass / "deep_module")
+    hostile_files.newlines_notebook(klass / "newlines.ipynb")
+    hostile_files.notebooks_zip(klass / "notebooks.zip", count=5, megabytes=19)
+    hostile_files.frame_bomb(klass / "frame_bomb")
+    status, stderr, peak = mha_grade(["batch", klass, "--out", out, "-e", "softmax", "--jobs", "2",
+                                      "--similarity", "--timeout", "30", "--quiet"], tmp_path)
+    assert status == 0, stderr
+    with open(out / "grades.csv") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"honest0", "honest1", "deep_notebook", "deep_module", "newlines", "notebooks", "frame_bomb"}
+    for i in range(2):
+        assert rows[f"honest{i}"]["total"] == "5", rows[f"honest{i}"]
+    reports = {learner: json.loads((out / "reports" / f"{learner}.json").read_text()) for learner in rows}
+
+    def said(learner):
+        r = reports[learner]
+        return r.get("error") or " ".join(c.get("feedback", "") for e in r["exercises"] for c in e["cases"])
+
+    # The long expression and the blank lines are left out of the notebooks: the softmax above them counts.
+    assert rows["deep_notebook"]["total"] == "5" and rows["newlines"]["total"] == "5"
+    assert "too deep or too large for the grader's parser" in " ".join(reports["deep_notebook"]["intake"]["taken"])
+    assert "add up to more than" in said("notebooks") and rows["notebooks"]["total"] == "0"
+    # Too deep to compile in the learner's process too: that is the learner's error, not the grader's.
+    assert rows["deep_module"]["total"] == "0" and "RecursionError" in said("deep_module")
+    assert not any("grader failed" in said(learner) for learner in rows)
+    assert rows["frame_bomb"]["total"] == "0" and "header of" in said("frame_bomb"), said("frame_bomb")
+    assert peak < PEAK_BOUND_MB, peak
+
+
+def test_code_that_cannot_be_fingerprinted_leaves_out_only_its_learner(tmp_path, monkeypatch):
+    from autograder.classroom import similarity
+
+    tokens = similarity.normalised_tokens
+
+    def fragile(source, name):  # runs in the forked fingerprinting process: a parser that dies or hangs
+        if "CRASH" in source:
+            os._exit(9)
+        if "HANG" in source:
+            time.sleep(60)
+        return tokens(source, name)
+
+    monkeypatch.setattr(similarity, "normalised_tokens", fragile)
+    good = hostile_files.SOFTMAX.replace("return e", "total = np.sum(e, axis=axis, keepdims=True)\n"
+                                                    "    assert total.all()\n    return e")
+    subs = {"ada": good, "bob": good + "\n# mine\n", "mal": good + "# CRASH\n", "slow": good + "# HANG\n"}
+    finder = similarity.Similarity(tmp_path / "cache", warn=lambda m: None, seconds=2)
+    found = finder.code_all({learner: {"attention": code} for learner, code in subs.items()})
+    assert isinstance(found["mal"], similarity.Unfingerprinted) and "status 9" in str(found["mal"])
+    assert isinstance(found["slow"], similarity.Unfingerprinted) and "longer than 2 s" in str(found["slow"])
+    assert set(found["ada"]) == set(found["bob"]) == {"softmax"}
+    result = finder.run({k: v for k, v in found.items() if k in ("ada", "bob")},
+                        {k: str(v) for k, v in found.items() if k in ("mal", "slow")})
+    assert [c.learners for c in result.clusters] == [["ada", "bob"]]
+    md = similarity.clusters_markdown(result)
+    assert "- mal: fingerprinting the code failed" in md and "- slow: fingerprinting the code took longer" in md
+
+
+def test_an_exercise_s_frames_are_capped_together_before_they_are_read():
+    import socket
+    import threading
+
+    import numpy as np
+
+    from autograder.isolation import exchange
+
+    grader, learner = socket.socketpair()
+    big = np.zeros(5 * MB)  # 40 MB: one frame may be that large, two may not
+    frames = [protocol.encode({"case": i, "ok": big}) for i in range(2)]
+    sent = []
+
+    def send():
+        try:
+            for frame in frames:
+                learner.sendall(frame)
+                sent.append(len(frame))
+        except OSError:  # the grader stopped reading: the rest is never read
+            pass
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    child = exchange.Child(os.getpid(), grader)
+    outputs, ended = child.collect(3, time.monotonic() + 10, lambda *a: b"")
+    assert ended == "oversize"
+    assert outputs[0].nbytes == big.nbytes and outputs[1] is None and outputs[2] is None
+    grader.close()
+    sender.join(10)
+    learner.close()
+
+
+def test_a_module_longer_than_a_returned_string_still_travels_to_the_learners_process():
+    source = "# " + "x" * 30_000 + "\n" + hostile_files.SOFTMAX  # 30 kB of comments: an honest module may
+    job = {"sources": {"attention": source}}
+    with pytest.raises(protocol.Garbage):  # a learner's output may not hold such a string
+        protocol.encode(job)
+    frame = protocol.encode(job, max_string=protocol.JOB_LIMITS["max_string"])
+    assert protocol.decode(frame[8:], **protocol.JOB_LIMITS) == job
+
+
+def test_an_exercise_s_messages_are_counted_too(monkeypatch):
+    import socket
+
+    from autograder.isolation import exchange
+
+    monkeypatch.setattr(exchange, "MAX_EXERCISE_FRAMES", 50)
+    grader, learner = socket.socketpair()
+    learner.sendall(protocol.encode({"call": "softmax", "args": [], "kwargs": {}}) * 100)  # small, but many
+    outputs, ended = exchange.Child(os.getpid(), grader).collect(2, time.monotonic() + 10, lambda *a: b"")
+    assert ended == "oversize" and outputs == [None, None]
+    grader.close()
+    learner.close()
