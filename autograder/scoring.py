@@ -41,6 +41,23 @@ def points(x: float) -> str:
     return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
 
 
+def round_points(x: float, places: int = 2) -> float:
+    """The one rounding rule of every file that shows points (grades, Canvas, feedback, the
+    class summary): to ``places`` decimals, halves away from zero, from the number as printed
+    (``repr``), so 2.675 gives 2.68 where ``round`` gives 2.67. A total shown beside its parts
+    is :func:`shown_total` of them, never the unrounded sum rounded: the parts then add up to
+    it in every file."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    step = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(float(x))).quantize(step, ROUND_HALF_UP)) + 0.0  # + 0.0: no "-0"
+
+
+def shown_total(parts, places: int = 2) -> float:
+    """The total of parts as shown: the sum of the rounded parts (exact at ``places``)."""
+    return round_points(sum(round_points(p, places) for p in parts), places)
+
+
 # --- properties --------------------------------------------------------------------------------
 
 def _probability_key(expected):

@@ -47,7 +47,7 @@ from typing import Callable
 
 from .. import __version__
 from ..spec import POINTS
-from . import files, gradebook, intake
+from . import files, gradebook, intake, runs
 from .classfiles import class_rows, write_anonymous, write_class_files
 from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
 from .intake import BatchError
@@ -116,7 +116,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
               grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
               roster: Path | None = None, late: gradebook.LatePolicy | None = None, anonymize: bool = False,
               assignment: str = "Multi-head attention", progress: bool = True, console=None,
-              zygotes: list | None = None, ahead=None) -> BatchResult:
+              zygotes: list | None = None, ahead=None, names_from_folders: bool = False,
+              extensions: Path | None = None, adjustments: Path | None = None,
+              allow_fewer: bool = False) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring.
     ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`)."""
     from rich.console import Console
@@ -131,13 +133,15 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
 
     start = time.perf_counter()
     out = Path(out)
-    ready = ahead.prepared(intake.asked(directory, out, jobs, roster, similarity)) if ahead else None
+    command = (directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments)
+    ready = ahead.prepared(intake.asked(*command)) if ahead else None
     if ready is None:
-        ready = intake.prepare(directory, out, jobs, roster, similarity, warn)
+        ready = intake.prepare(*command[:5], warn, *command[5:])
     else:  # read by the process ahead: what it had to say is said now, in order
         for message in ready.warnings:
             warn(message)
     submissions, loaded, refused = ready.submissions, ready.loaded, ready.refused
+    runs.check_loss(out, ready, allow_fewer)  # before anything is written
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
     files.clean_temporaries(out / "reports")
@@ -197,13 +201,17 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, submissions, ready.learners, late, warn, result, ready.export)
+    rows = class_rows(reports, ready, late, result)
     from . import summary
-    stats = summary.summarize(reports)
+    stats = summary.summarize(reports, rows, loaded)
     # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
                                                                                       out / "summary.png")
     write_class_files(out, rows, reports, assignment, seed)
+    for name, text in ready.controls.items():  # kept for the next run (controls.py)
+        files.write_atomic(out / name, text)
+    runs.move_stale(out, rows, submissions, warn)
+    runs.record(out, ready)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
     if progress:
         console.print(summary.to_table(stats))
@@ -267,6 +275,17 @@ def parser() -> argparse.ArgumentParser:
                         help="percent of the score lost per started day late (with --deadline)")
     parser.add_argument("--late-cutoff", type=float, metavar="DAYS",
                         help="later than this many days after the deadline: 0 points")
+    parser.add_argument("--extensions", type=Path, metavar="FILE",
+                        help="CSV learner,deadline: a learner's own deadline (kept in OUT for the next runs)")
+    parser.add_argument("--adjustments", type=Path, metavar="FILE",
+                        help="CSV learner,exercise,points,reason: points added or taken after grading, shown in "
+                             "the feedback (exercise: an id or 'total'; kept in OUT for the next runs)")
+    parser.add_argument("--names-from-folders", action="store_true",
+                        help="grade a Gradescope export whose submission_metadata.yml is damaged or missing, "
+                             "each folder under its own name (otherwise an error)")
+    parser.add_argument("--allow-fewer", action="store_true",
+                        help="replace OUT's class files even when fewer learners have a submission than in "
+                             "its last run (otherwise refused)")
     parser.add_argument("--assignment", default="Multi-head attention", help="the column name in canvas.csv")
     parser.add_argument("--anonymize", action="store_true", help="also write anonymous/ (ids replaced) to share")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
@@ -306,8 +325,8 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
             late = gradebook.LatePolicy(gradebook.parse_time(args.deadline), args.late_penalty, args.late_cutoff)
         except ValueError as err:
             return refuse(f"--deadline: {err}")
-    elif args.late_penalty or args.late_cutoff is not None:
-        return refuse("--late-penalty and --late-cutoff need --deadline")
+    elif args.late_penalty or args.late_cutoff is not None or args.extensions:
+        return refuse("--late-penalty, --late-cutoff and --extensions need --deadline")
     if not 0 <= args.late_penalty <= 100:
         return refuse(f"--late-penalty is a percent per day, between 0 and 100, not {args.late_penalty:g}")
     from ..isolation import confinement
@@ -321,7 +340,8 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
                            time_limit=args.time_limit, roster=args.roster, late=late, anonymize=args.anonymize,
                            assignment=args.assignment, progress=not args.quiet, zygotes=zygotes,
-                           ahead=ahead)
+                           ahead=ahead, names_from_folders=args.names_from_folders, extensions=args.extensions,
+                           adjustments=args.adjustments, allow_fewer=args.allow_fewer)
     except (BatchError, gradebook.RosterError) as err:
         return refuse(str(err))
     n = len(result.outcomes)

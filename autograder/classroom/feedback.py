@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 
+from .controls import signed
 from .gradebook import points
 
 
@@ -19,13 +20,24 @@ def _cell(text: str) -> str:
 
 
 def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -> str:
-    """``row``: the learner's gradebook row (``score``, ``final``, ``late``, ``status``)."""
+    """``row``: the learner's gradebook row (``parts``, ``score``, ``final``, ``late``,
+    ``adjustments``, ``status``): the numbers shown are the row's, so they add up as
+    grades.csv's do."""
     lines = [f"# {assignment}: feedback for {learner}", ""]
+    adjustments = row.get("adjustments") or []
     if report is None:
         lines += ["No submission was received.", ""]
+        if adjustments:
+            lines += [f"**Score: {points(row['final'])}**", ""] + _adjustments(adjustments)
         return "\n".join(lines)
+    parts = row.get("parts") or {e["id"]: e["score"] for e in report.get("exercises", [])}
+    changed = [f"graded {points(row['score'])}"] if row.get("late") or row.get("adjusted") else []
+    if row.get("late"):
+        changed.append(row["late"])
+    if row.get("adjusted"):
+        changed.append(f"adjusted {signed(row['adjusted'])}")
     lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
-              + (f" (graded {points(report.get('score', 0))}; {row['late']})" if row.get("late") else ""), ""]
+              + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
         lines += [f"The grader could not grade this submission: {_cell(report['error'].splitlines()[0])}", ""]
     intake = report.get("intake") or {}
@@ -36,11 +48,24 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
     for ex in report.get("exercises", []):
-        lines.append(f"| `{ex['id']}` | {points(ex['score'])}/{points(ex['max_score'])} | {ex['status']} "
-                     f"| {_cell('<br>'.join(_findings(ex))) or '-'} |")
-    lines += ["", "Cases are drawn at random and kept hidden; the self-check in the course "
-                  "(`check(...)`) uses practice cases of the same kinds.", ""]
+        lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
+                     f"| {ex['status']} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
+    lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
+    lines += [""] + _adjustments(adjustments)
+    lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
+              "(`check(...)`) uses practice cases of the same kinds.", ""]
     return "\n".join(lines)
+
+
+def _adjustments(adjustments) -> list[str]:
+    """The instructor's adjustments, each with its reason (an exercise's is in its row's score)."""
+    if not adjustments:
+        return []
+    lines = ["Adjusted by your instructor:", ""]
+    for a in adjustments:
+        where = "the total" if a.exercise == "total" else f"`{a.exercise}`"
+        lines.append(f"- {signed(a.points)} points on {where}: {_cell(a.reason)}")
+    return lines + [""]
 
 
 def _findings(ex: dict) -> list[str]:
