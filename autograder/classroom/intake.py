@@ -191,9 +191,11 @@ def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: 
     from . import controls
 
     ids = {}
-    for person in ready.people:
-        for alias in (*person.aliases, person.id):
-            ids[alias] = ids[alias.casefold()] = person.id
+    submitters = [(who, ready.owner[who.id]) for people in ready.claims.values() for who in people]
+    for who, person in [(p, p.id) for p in ready.people] + submitters:  # the roster's ids, then the submitters'
+        for alias in (*who.aliases, who.id):
+            ids.setdefault(alias, person)
+            ids.setdefault(alias.casefold(), person)
     for given, kept, read in ((extensions, controls.EXTENSIONS, lambda f: controls.read_extensions(f, ids)),
                               (adjustments, controls.ADJUSTMENTS, lambda f: controls.read_adjustments(f, ids, POINTS))):
         path = Path(given) if given else out / kept
