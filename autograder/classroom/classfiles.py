@@ -54,7 +54,7 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
         extra = [a.points for a in row["adjustments"] if a.exercise == controls.TOTAL]
         if extra:
             row["adjusted"] = shown_total(extra)
-            row["final"] = shown_total([row["final"], row["adjusted"]])
+            row["final"] = max(0.0, shown_total([row["final"], row["adjusted"]]))  # a grade is never negative
         rows.append(row)
     return rows
 
