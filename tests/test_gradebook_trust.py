@@ -281,3 +281,19 @@ def test_the_summary_counts_learners_and_submissions_apart_and_names_mistakes(tm
     # before penalties: (9.99 + 12.995 + 13.005) / 3 = 12.00; after, per learner: (9.99 + 11.7 + 11.7 + 9.11) / 4
     assert "mean 12.00" in summary and "mean 10.62" in summary
     assert "1. Softmax without subtracting the max first (`softmax`): 2 of 3 submissions" in summary
+
+
+def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
+    from autograder.classroom import feedback
+
+    said = ("The mask is wrong at 3 of 16 entries, first at index (0, 1): got True, expected False (in 2 of 3 "
+            "failing cases). Out differs from the reference at 2 of 4 entries; the largest error is 0.1 at index "
+            "(1,) (got 0.31, expected 0.29; tolerance rtol=1e-05, atol=1e-08). Out has NaN at 1 of 4 entries, "
+            "first at index (0,) (expected 0.5).")
+    report = {"score": 0.0, "max_score": 4.0, "exercises": [
+        {"id": "causal_mask", "status": "failed", "score": 0.0, "max_score": 4.0, "feedback": said, "cases": []}]}
+    row = {"parts": {"causal_mask": 0.0}, "score": 0.0, "final": 0.0, "late": "", "adjustments": []}
+    text = feedback.to_markdown("ada", report, row, "HW")
+    for value in ("True", "False", "0.31", "0.29", "0.5", "expected"):
+        assert value not in text
+    assert "first at index (0, 1) (in 2 of 3 failing cases)." in text and "at index (1,)." in text

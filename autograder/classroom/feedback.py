@@ -10,6 +10,7 @@ dependency of ``rich``), so the two files say the same thing.
 from __future__ import annotations
 
 import html
+import re
 
 from .controls import signed
 from .gradebook import points
@@ -68,10 +69,22 @@ def _adjustments(adjustments) -> list[str]:
     return lines + [""]
 
 
+# The values of a hidden case in the judge's sentences ("got True, expected False", "(got 0.31,
+# expected 0.29; tolerance ...)", "(expected 0)"): the feedback keeps where and how, not what.
+_VALUES = (re.compile(r" \(got [^()]*, expected [^()]*\)"), re.compile(r" \(expected [^()]*\)"),
+           re.compile(r": got [^,;()]+?, expected [\w.+-]*\w"))
+
+
+def without_values(text: str) -> str:
+    for pattern in _VALUES:
+        text = pattern.sub("", text)
+    return text
+
+
 def _findings(ex: dict) -> list[str]:
     said = []
     if ex.get("feedback"):
-        said.append(ex["feedback"])
+        said.append(without_values(ex["feedback"]))
     diagnoses = {}
     for case in ex.get("cases", []):
         if case.get("diagnosis"):
