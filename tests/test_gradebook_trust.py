@@ -140,7 +140,7 @@ def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, mo
     entries[0].files.pop("heads.py")
     entries[0].files["haeds.py"] = planted({"split_heads": 4})  # a close spelling: named, not taken
     download, roster = _class(tmp_path, entries)
-    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--anonymize")
     assert status == 0, err
     grades = _grades(out)
     assert grades["dee"]["split_heads"] == "4" and grades["dee"]["softmax"] == "1.01"  # taken
@@ -154,6 +154,9 @@ def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, mo
     line = next(x for x in summary.splitlines() if x.startswith("- Misnamed files"))
     assert "2 of 3 submissions" in line and "ada (haeds.py: did you mean heads.py?)" in line
     assert "dee (Attention.py taken as attention.py; heads (1).py taken as heads.py)" in line
+    anonymous = (out / "anonymous" / "summary.md").read_text()
+    assert "Misnamed files" in anonymous and "learner-" in anonymous
+    assert not re.search(r"\b(ada|dee|0100|0300)\b", anonymous)
 
 
 @pytest.mark.parametrize("name, module, taken", [

@@ -224,7 +224,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         if progress:
             console.print(sim.clusters_table(result.similarity))
     if anonymize:
-        write_anonymous(out, rows, result, seed)
+        write_anonymous(out, rows, result, seed, stats)
     drawing.join()
     if drawing.exitcode != 0:
         warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "

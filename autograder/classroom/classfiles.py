@@ -22,14 +22,15 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
     for a in ready.adjustments:
         adjustments.setdefault(a.learner, []).append(a)
     export = ready.export
-    rows = []
+    rows, maximum = [], _max_total(reports)
     for person in ready.people:
         name = by_person.get(person.id)
         report = reports.get(name) if name else None
         row = {"learner": person, "id": person.id, "submission": name, "report": report,
                "submitted_as": ready.own.get(name, "") if name else "",
                "on_roster": ready.learners is None or person in ready.learners,
-               "adjustments": adjustments.get(person.id, []), "parts": {}, "adjusted": 0.0}
+               "adjustments": adjustments.get(person.id, []), "parts": {}, "adjusted": 0.0,
+               "max_total": maximum}
         if report is None:
             result.missing.append(person.id)
             row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
@@ -114,17 +115,18 @@ def _holds(path: Path, text: str) -> bool:
         return False
 
 
-def write_anonymous(out: Path, rows: list[dict], result, seed: int) -> None:
+def write_anonymous(out: Path, rows: list[dict], result, seed: int, stats) -> None:
     """``anonymous/``: grades, summary and similarity with each learner id replaced by a
     pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
     from . import similarity as sim
+    from . import summary
 
     def rename(x):
         return gradebook.pseudonym(x, str(seed))
 
     reports = {r["id"]: r["report"] for r in rows if r["report"]}
     files.write_atomic(out / "anonymous" / "grades.csv", grades_csv(rows, reports, rename))
-    files.write_atomic(out / "anonymous" / "summary.md", (out / "summary.md").read_text())
+    files.write_atomic(out / "anonymous" / "summary.md", summary.to_markdown(stats, rename))
     if result.similarity is not None:
         files.write_atomic(out / "anonymous" / "similarity.md", sim.clusters_markdown(result.similarity, rename))
 

@@ -27,10 +27,10 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
     lines = [f"# {assignment}: feedback for {learner}", ""]
     adjustments = row.get("adjustments") or []
     if report is None:
-        lines += ["No submission was received.", ""]
-        if adjustments:
-            lines += [f"**Score: {points(row['final'])}**", ""] + _adjustments(adjustments)
-        return "\n".join(lines)
+        lines += [f"**Score: {points(row['final'])} / {points(row.get('max_total', 100))}**"
+                  + (f" (adjusted {signed(row['adjusted'])})" if row.get("adjusted") else ""), "",
+                  "No submission was received.", ""]
+        return "\n".join(lines + _adjustments(adjustments))
     parts = row.get("parts") or {e["id"]: e["score"] for e in report.get("exercises", [])}
     changed = [f"graded {points(row['score'])}"] if row.get("late") or row.get("adjusted") else []
     if row.get("late"):

@@ -43,7 +43,7 @@ class ClassStats:
     finals: list[float] = field(default_factory=list)  # per learner with a submission, after penalty and adjustments
     late: int = 0  # learners penalised for lateness
     adjusted: int = 0  # learners with an instructor's adjustment
-    problems: dict[str, list[str]] = field(default_factory=dict)  # what went wrong -> submissions
+    problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # what went wrong -> (submission, detail)
     mistakes: list[tuple[str, str, int]] = field(default_factory=list)  # (mistake, exercise, submissions)
 
     @property
@@ -81,21 +81,21 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
     rows (learners, final scores); ``loaded``: the submissions as read (misnamed files)."""
     by_id: dict[str, ExerciseStats] = {}
     totals, errors, max_total = [], 0, 0.0
-    problems: dict[str, list[str]] = {}
+    problems: dict[str, list[tuple[str, str]]] = {}
     mistakes: Counter = Counter()
     for name, report in sorted(reports.items()):
         totals.append(float(report.get("score", 0.0)))
         max_total = max(max_total, float(report.get("max_score", 0.0)))
         errors += bool(report.get("error"))
         if report.get("error"):
-            problems.setdefault(REFUSED, []).append(name)
+            problems.setdefault(REFUSED, []).append((name, ""))
         statuses = {ex.get("status") for ex in report.get("exercises", [])}
         feedback = " ".join(ex.get("feedback") or "" for ex in report.get("exercises", []))
         if "timed out" in statuses:
-            problems.setdefault(TIMED_OUT, []).append(name)
+            problems.setdefault(TIMED_OUT, []).append((name, ""))
         if not report.get("error") and "error" in statuses:
             kind = IMPORT if "failed to import" in feedback else CRASHED
-            problems.setdefault(kind, []).append(name)
+            problems.setdefault(kind, []).append((name, ""))
         for ex in report.get("exercises", []):
             s = by_id.setdefault(ex["id"], ExerciseStats(ex["id"], float(ex.get("max_score", 0.0))))
             status = ex.get("status", "error")
@@ -108,7 +108,7 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
                 mistakes[(mistake(diagnosis), ex["id"])] += 1
     for name, sub in sorted((loaded or {}).items()):
         if getattr(sub, "misnamed", ()):
-            problems.setdefault(MISNAMED, []).append(f"{name} ({'; '.join(sub.misnamed)})")
+            problems.setdefault(MISNAMED, []).append((name, "; ".join(sub.misnamed)))
     max_total = max_total or sum(s.max_score for s in by_id.values()) or 100.0
     width = max_total / BINS
     histogram = []
@@ -140,7 +140,9 @@ def _names(names: list[str], limit: int = 30) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def to_markdown(stats: ClassStats) -> str:
+def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
+    """``summary.md``; ``rename``: how a submission is named (``anonymous/``: a pseudonym, and
+    no file names)."""
     n = stats.submissions
     who = (f"{stats.learners} learners, {stats.graded_learners} with a submission "
            f"({stats.learners - stats.graded_learners} without); {n} submissions"
@@ -156,7 +158,7 @@ def to_markdown(stats: ClassStats) -> str:
     if stats.problems:
         for kind in (REFUSED, TIMED_OUT, IMPORT, CRASHED, MISNAMED):
             if kind in stats.problems:
-                names = stats.problems[kind]
+                names = [rename(x) + (f" ({d})" if d and rename(x) == x else "") for x, d in stats.problems[kind]]
                 lines.append(f"- {sentence(kind)}: {len(names)} of {n} submissions: {_names(names)}")
     else:
         lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
