@@ -69,6 +69,7 @@ class Plan:
     submission: str | None = None  # the folder, when they hand in
     solved: set = field(default_factory=set)  # modules handed in as the reference solution
     bug: bool = False  # softmax without max subtraction: softmax scores less than its points
+    broken: str = ""  # "loop" (softmax never returns), "import" (attention.py cannot import), "refused" (no code)
     misnamed: dict = field(default_factory=dict)  # module -> the file's name
     close: str | None = None  # a module handed in under a close spelling: not graded
     submitted: datetime | None = None
@@ -151,6 +152,16 @@ def build(tmp: Path, n: int, seed: int):
             and not plans[e.people[0].login].misnamed and not plans[e.people[0].login].close
             and not plans[e.people[0].login].bug]
     original, copier = solo[3], solo[4]
+    # what the summary must list: a timeout, an import error, a submission with no exercise file
+    for entry, kind in zip(solo[6:9], ("loop", "import", "refused")):
+        plan = plans[entry.people[0].login]
+        plan.broken = kind
+        if kind == "loop":
+            entry.files["attention.py"] += "\n\ndef softmax(x, axis=-1):\n    while True:\n        pass\n"
+        elif kind == "import":
+            entry.files["attention.py"] = "import numpy as np\n\ndef softmax(x, axis=-1:\n    return x\n"
+        else:
+            entry.files = {"notes.txt": "I could not finish, sorry.\n"}
     copier.files = {f: t.replace("weights", "attn").replace("scores", "logits") for f, t in original.files.items()}
     cp = plans[copier.people[0].login]
     cp.solved = plans[original.people[0].login].solved
@@ -204,6 +215,12 @@ def expected(plan: Plan) -> dict:
         parts[e] = Decimal(POINTS[e]) if graded else Decimal(0)
     if plan.bug:
         parts["softmax"] = None
+    if plan.broken == "loop":
+        parts["softmax"] = Decimal(0)
+    elif plan.broken == "import":
+        parts.update({e: Decimal(0) for e, m in MODULE_OF.items() if m == "attention"})
+    elif plan.broken == "refused":
+        parts = {e: Decimal(0) for e in parts}
     for exercise, pts, _ in plan.adjustments:
         if exercise != "total" and parts[exercise] is not None and plan.submission:
             parts[exercise] = min(Decimal(POINTS[exercise]), max(Decimal(0), parts[exercise] + Decimal(str(pts))))
@@ -263,7 +280,8 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
         differs("final", Decimal(row["final"]), final)
         if plan.on_roster:
             differs("canvas.csv", Decimal(canvas[login]["Multi-head attention"] or "nan"), final)
-        status = "no submission" if plan.submission is None else ("late" if want["days"] else "graded")
+        status = "no submission" if plan.submission is None else \
+            "error" if plan.broken == "refused" else ("late" if want["days"] else "graded")
         differs("status", row["status"], status)
         if want["days"] and want["cutoff"]:
             if not row["late_penalty"].endswith(f"late, after the {CUTOFF:g}-day cutoff: 0 points" +
@@ -306,6 +324,11 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
            f"{len(submissions)} submissions"
     if line not in summary:
         wrong.append(f"summary.md does not say {line!r}")
+    for kind, heading in (("loop", "- Timed out"), ("import", "- Import errors"), ("refused", "- Could not be graded")):
+        who = next(x for x, p in plans.items() if p.broken == kind)
+        line = next((x for x in summary.splitlines() if x.startswith(heading)), "")
+        if not re.search(rf"\b{who}\b", line):
+            wrong.append(f"summary.md does not list {who} under {heading[2:]!r}")
     misnamed = {p.submission for p in plans.values() if p.misnamed or p.close}
     if f"Misnamed files (taken under the expected name, or named in a \"did you mean\"): {len(misnamed)} of " \
             not in summary:

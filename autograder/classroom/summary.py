@@ -88,7 +88,8 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
         max_total = max(max_total, float(report.get("max_score", 0.0)))
         errors += bool(report.get("error"))
         if report.get("error"):
-            problems.setdefault(REFUSED, []).append((name, ""))
+            why = str(report["error"]).splitlines()[0].split(":")[0]  # the reason, without the list after it
+            problems.setdefault(REFUSED, []).append((name, why[:100]))
         statuses = {ex.get("status") for ex in report.get("exercises", [])}
         feedback = " ".join(ex.get("feedback") or "" for ex in report.get("exercises", []))
         if "timed out" in statuses:
