@@ -15,7 +15,16 @@ submission times. OUT receives:
 * ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``.csv`` with
   ``--similarity``; ``anonymous/`` with ``--anonymize`` (the same, learner ids replaced);
 * ``.seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
-  ``hashes.json``: what each grade was computed from.
+  ``hashes.json``: what each grade was computed from;
+* ``class.json``: how many learners this run graded; a later run that would grade fewer is
+  refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
+  and reports of learners an earlier run had and this one does not (:mod:`.runs`);
+* ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
+  read again when a rerun does not give them (:mod:`.controls`).
+
+Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
+``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
+(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown.
 
 Speed and safety come from the same design. The parent imports the grader (torch, the
 solutions, the checks) once and forks ``--jobs`` graders from itself, so no submission pays

@@ -1,9 +1,13 @@
 """The class summary of a batch: where the class stands and where it struggles.
 
-From the learners' reports: a histogram of the totals, and per exercise the share of the
-class that passed it, the mean score, and the most common diagnosed mistakes (the known
-bugs the judge recognised, counted once per learner). Rendered as a rich table (terminal),
-Markdown (``summary.md``) and a PNG (``summary.png``).
+From the reports (one per submission) and the gradebook's rows (one per learner): how many
+learners and how many submissions (a group's is one for several), the mean before penalties
+and after penalties and adjustments, the submissions that could not be graded, timed out,
+failed to import or had misnamed files, the common mistakes across the class as mistakes
+("softmax without subtracting the max first: 3 of 42 submissions", most common first: what to
+re-teach), a histogram of the totals, and per exercise the share that passed it, the mean
+score and its most common mistakes (counted once per submission). Rendered as a rich table
+(terminal), Markdown (``summary.md``) and a PNG (``summary.png``).
 """
 from __future__ import annotations
 
