@@ -300,3 +300,20 @@ def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
     for value in ("True", "False", "0.31", "0.29", "0.5", "expected"):
         assert value not in text
     assert "first at index (0, 1) (in 2 of 3 failing cases)." in text and "at index (1,)." in text
+
+
+def test_an_exercise_adjustment_stops_at_the_exercise_maximum_and_says_so(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, Person("Eve, Eve", "15", "0400", "eve", "e@x")))
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text("learner,exercise,points,reason\nada,softmax,5,regraded\neve,softmax,2,emailed\n"
+                           "eve,total,-1,late quiz\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 0, err
+    grades = _grades(out)
+    assert grades["ada"]["softmax"] == "5" and grades["ada"]["total"] == "11.66"  # 3.33 + 1.67, not + 5
+    ada = (out / "feedback" / "ada.md").read_text()
+    assert "- +5 points on `softmax` (an exercise's points stay between 0 and its maximum: +1.67): regraded" in ada
+    eve = (out / "feedback" / "eve.md").read_text()
+    assert grades["eve"]["final"] == "0" and "**Score: 0 / 17** (adjusted -1)" in eve  # never below 0
+    assert "on `softmax` (no submission: nothing to adjust there): emailed" in eve

@@ -30,7 +30,7 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
                "submitted_as": ready.own.get(name, "") if name else "",
                "on_roster": ready.learners is None or person in ready.learners,
                "adjustments": adjustments.get(person.id, []), "parts": {}, "adjusted": 0.0,
-               "max_total": maximum}
+               "max_total": maximum, "effective": {}}  # effective: id(adjustment) -> points it changed
         if report is None:
             result.missing.append(person.id)
             row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
@@ -39,7 +39,9 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
             maxima = {e["id"]: float(e.get("max_score", 0.0)) for e in report.get("exercises", [])}
             for a in row["adjustments"]:
                 if a.exercise in parts:
-                    parts[a.exercise] = round_points(min(maxima[a.exercise], max(0.0, parts[a.exercise] + a.points)))
+                    before = parts[a.exercise]
+                    parts[a.exercise] = round_points(min(maxima[a.exercise], max(0.0, before + a.points)))
+                    row["effective"][id(a)] = round_points(parts[a.exercise] - before)
             score = shown_total(parts.values())
             created = export.created.get(name) if export else None
             when, source = gradebook.submitted_at(ready.submissions[name], created)

@@ -30,7 +30,7 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         lines += [f"**Score: {points(row['final'])} / {points(row.get('max_total', 100))}**"
                   + (f" (adjusted {signed(row['adjusted'])})" if row.get("adjusted") else ""), "",
                   "No submission was received.", ""]
-        return "\n".join(lines + _adjustments(adjustments))
+        return "\n".join(lines + _adjustments(adjustments, row))
     parts = row.get("parts") or {e["id"]: e["score"] for e in report.get("exercises", [])}
     changed = [f"graded {points(row['score'])}"] if row.get("late") or row.get("adjusted") else []
     if row.get("late"):
@@ -52,19 +52,24 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
                      f"| {ex['status']} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
     lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
-    lines += [""] + _adjustments(adjustments)
+    lines += [""] + _adjustments(adjustments, row)
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
               "(`check(...)`) uses practice cases of the same kinds.", ""]
     return "\n".join(lines)
 
 
-def _adjustments(adjustments) -> list[str]:
+def _adjustments(adjustments, row: dict) -> list[str]:
     """The instructor's adjustments, each with its reason (an exercise's is in its row's score)."""
     if not adjustments:
         return []
     lines = ["Adjusted by your instructor:", ""]
     for a in adjustments:
         where = "the total" if a.exercise == "total" else f"`{a.exercise}`"
+        effective = (row.get("effective") or {}).get(id(a), a.points)
+        if a.exercise != "total" and row.get("report") is None:
+            where += " (no submission: nothing to adjust there)"
+        elif effective != a.points:
+            where += f" (an exercise's points stay between 0 and its maximum: {signed(effective)})"
         lines.append(f"- {signed(a.points)} points on {where}: {_cell(a.reason)}")
     return lines + [""]
 
