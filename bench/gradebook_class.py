@@ -6,7 +6,8 @@ student, 300 learners), Gradescope's "Export Submissions" unzipped (``submission
 folders, ``submission_metadata.yml`` with times in ``Z`` and ``-08:00``, a ``__MACOSX``
 folder), groups of two, learners who never hand in, two submitters not on the roster,
 submissions in a nested folder and as a zip, misnamed files (``Attention.py``, ``heads (1).py``,
-``masking-1.py``: taken; ``atention.py``: a "did you mean"), a copied pair, a known bug, late
+``masking-1.py``: taken; ``atention.py``: a "did you mean"), a copied pair, four classic bugs, a loop,
+an import error, a submission without code, late
 submissions (minutes to days, some past the cutoff), an extensions file and an adjustments
 file naming learners by any of their ids.
 
@@ -59,7 +60,11 @@ PENALTY, CUTOFF = 10.0, 3.0  # percent per started day; days
 NEEDS = {"attention": {"masking"}, "layer": {"attention", "masking", "heads"},
          "pruning": {"layer", "attention", "masking", "heads"}, "efficient": {"layer", "attention", "masking", "heads"}}
 MODULES = sorted(set(MODULE_OF.values()))
-BUG = ("attention.py", "\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)\n    return e / e.sum(axis=axis, keepdims=True)\n")
+# Classic bugs (bench/batch.py's), each planted in every n-th submission that solved its module:
+# exercise -> (bench/batch.py's name, every n-th). Their exercise's points are the grader's to find
+# (less than full); the summary must name each as a mistake, with its count, most common first.
+BUGS = {"softmax": ("no max subtraction", 23), "causal_mask": ("causal off by one", 29),
+        "split_heads": ("reshape without transpose", 41), "scaled_dot_product_attention": ("no 1/sqrt(d_k)", 67)}
 
 
 @dataclass
@@ -68,7 +73,7 @@ class Plan:
     on_roster: bool = True
     submission: str | None = None  # the folder, when they hand in
     solved: set = field(default_factory=set)  # modules handed in as the reference solution
-    bug: bool = False  # softmax without max subtraction: softmax scores less than its points
+    bugs: set = field(default_factory=set)  # exercises with a classic bug planted (BUGS)
     broken: str = ""  # "loop" (softmax never returns), "import" (attention.py cannot import), "refused" (no code)
     misnamed: dict = field(default_factory=dict)  # module -> the file's name
     close: str | None = None  # a module handed in under a close spelling: not graded
@@ -132,9 +137,13 @@ def build(tmp: Path, n: int, seed: int):
             source = (ROOT / "solutions" / f"{m}.py") if m in solved else (ROOT / "mha_exercises" / f"{m}.py")
             text = personalise(source.read_text(), k) if m in solved else source.read_text()
             files[f"{inside}{m}.py"] = text
-        if "attention" in solved and k % 23 == 5:
-            files[f"{inside}attention.py"] += BUG[1]
-            lead.bug = True
+        from batch import WRONG
+
+        for exercise, (bug, every) in BUGS.items():
+            module = MODULE_OF[exercise]
+            if module in solved and k % every == 5:
+                files[f"{inside}{module}.py"] += WRONG[bug][1]
+                lead.bugs.add(exercise)
         if k % 31 == 7:  # misnamed, taken: Attention.py, heads (1).py, masking-1.py
             for m, name in (("attention", "Attention.py"), ("heads", "heads (1).py"), ("masking", "masking-1.py")):
                 files[f"{inside}{name}"] = files.pop(f"{inside}{m}.py")
@@ -145,12 +154,12 @@ def build(tmp: Path, n: int, seed: int):
             for login in unit:
                 plans[login].close = "analysis"
         for login in unit:
-            plans[login].bug = lead.bug
+            plans[login].bugs = lead.bugs
         entries.append(Entry(folder, [plans[x].person for x in unit], when, files))
     # a copied pair: the second hands in the first's code, names changed
     solo = [e for e in entries if len(e.people) == 1 and all("/" not in f for f in e.files)
             and not plans[e.people[0].login].misnamed and not plans[e.people[0].login].close
-            and not plans[e.people[0].login].bug]
+            and not plans[e.people[0].login].bugs]
     original, copier = solo[3], solo[4]
     # what the summary must list: a timeout, an import error, a submission with no exercise file
     for entry, kind in zip(solo[6:9], ("loop", "import", "refused")):
@@ -213,8 +222,8 @@ def expected(plan: Plan) -> dict:
     for e, m in MODULE_OF.items():
         graded = m in plan.solved and plan.close != m
         parts[e] = Decimal(POINTS[e]) if graded else Decimal(0)
-    if plan.bug:
-        parts["softmax"] = None
+    for exercise in plan.bugs:
+        parts[exercise] = None
     if plan.broken == "loop":
         parts["softmax"] = Decimal(0)
     elif plan.broken == "import":
@@ -329,6 +338,12 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
         line = next((x for x in summary.splitlines() if x.startswith(heading)), "")
         if not re.search(rf"\b{who}\b", line):
             wrong.append(f"summary.md does not list {who} under {heading[2:]!r}")
+    counts = {e: len({p.submission for p in plans.values() if e in p.bugs}) for e in BUGS}
+    listed = re.findall(r"^\d+\. .* \(`(\w+)`\): (\d+) of \d+ submissions$", summary, re.M)
+    if [(e, int(k)) for e, k in listed] != sorted(((e, k) for e, k in counts.items() if k),
+                                                   key=lambda t: (-t[1], [e for e, _ in listed].index(t[0])
+                                                                  if t[0] in dict(listed) else 99)):
+        wrong.append(f"summary.md's common mistakes {listed} are not the planted {counts}, most common first")
     misnamed = {p.submission for p in plans.values() if p.misnamed or p.close}
     if f"Misnamed files (taken under the expected name, or named in a \"did you mean\"): {len(misnamed)} of " \
             not in summary:

@@ -74,9 +74,12 @@ MISNAMED = "misnamed files (taken under the expected name, or named in a \"did y
 def mistake(diagnosis: str) -> str:
     """A diagnosis as the mistake it names: "your output matches softmax without subtracting
     the max first (exp overflows ...)" -> "softmax without subtracting the max first"."""
-    text = re.sub(r"^(your (output|code|result)s? (matches|match|is|does|has)\s+)", "", diagnosis.strip(),
-                  flags=re.IGNORECASE)
-    text = re.sub(r"\s*\([^()]*\)\s*$", "", text)  # the explanation in parentheses: the feedback has it
+    text = re.sub(r"^your (output|code|result)s? (matches|match)\s+", "", diagnosis.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"^your\s+", "", text, flags=re.IGNORECASE)  # "your mask is off by one" -> "mask is off by one"
+    text = text.split(": ")[0]  # after a colon comes the advice: the feedback has it
+    last = re.search(r"\s+\(([^()]*)\)\s*$", text)  # an explanation in parentheses: the feedback has it too
+    if last and len(re.findall(r"[A-Za-z]{2,}", last.group(1))) >= 4:  # not "(dim=1)", "(B, H, d, L)", "(d_k)"
+        text = text[:last.start()]
     return text or diagnosis
 
 
