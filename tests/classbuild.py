@@ -57,7 +57,8 @@ def planted_grade(path, exercises=None, seed=0) -> dict:
     for e in exercises or EXERCISES:
         s = min(scores.get(e, 0.0), POINTS[e])
         status = "passed" if s >= POINTS[e] else ("partial" if s > 0 else "failed")
-        diagnosis = "your output matches softmax without subtracting the max first (exp overflows)" \
+        diagnosis = ("your output matches softmax without subtracting the max first (exp overflows to inf, then "
+                     "inf/inf = NaN, at logits of 1e4)") \
             if e == "softmax" and 0 < s < POINTS[e] else None
         exs.append({"id": e, "status": status, "score": s, "max_score": float(POINTS[e]), "feedback": "",
                     "notes": [], "cases": [{"name": "float32", "passed": s >= POINTS[e], "diagnosis": diagnosis,

@@ -317,3 +317,18 @@ def test_an_exercise_adjustment_stops_at_the_exercise_maximum_and_says_so(tmp_pa
     eve = (out / "feedback" / "eve.md").read_text()
     assert grades["eve"]["final"] == "0" and "**Score: 0 / 17** (adjusted -1)" in eve  # never below 0
     assert "on `softmax` (no submission: nothing to adjust there): emailed" in eve
+
+
+@pytest.mark.parametrize("diagnosis, name", [
+    ("your output matches softmax without subtracting the max first (exp overflows to inf, then inf/inf = NaN, "
+     "at logits of 1e4)", "softmax without subtracting the max first"),
+    ("your output matches attention scaled by 1/d_k instead of 1/sqrt(d_k)", "attention scaled by 1/d_k instead of "
+                                                                              "1/sqrt(d_k)"),
+    ("your mask is off by one: it hides the diagonal (j < i); a query may see its own key", "mask is off by one"),
+    ("your cache concatenates on the head axis (dim=1): the sequence axis is dim=-2",
+     "cache concatenates on the head axis (dim=1)"),
+])
+def test_a_diagnosis_is_named_as_the_mistake(diagnosis, name):
+    from autograder.classroom.summary import mistake
+
+    assert mistake(diagnosis) == name
