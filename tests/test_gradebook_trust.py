@@ -154,6 +154,8 @@ def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, mo
     line = next(x for x in summary.splitlines() if x.startswith("- Misnamed files"))
     assert "2 of 3 submissions" in line and "ada (haeds.py: did you mean heads.py?)" in line
     assert "dee (Attention.py taken as attention.py; heads (1).py taken as heads.py)" in line
+    assert "misnamed files in 2 submission(s), taken or named in a \"did you mean\" in their feedback " \
+           "(listed in summary.md): ada, dee" in err
     anonymous = (out / "anonymous" / "summary.md").read_text()
     assert "Misnamed files" in anonymous and "learner-" in anonymous
     assert not re.search(r"\b(ada|dee|0100|0300)\b", anonymous)

@@ -222,6 +222,11 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     runs.move_stale(out, rows, submissions, warn)
     runs.record(out, ready)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
+    misnamed = [name for name, _ in stats.problems.get(summary.MISNAMED, [])]
+    if misnamed:
+        warn(f"misnamed files in {len(misnamed)} submission(s), taken or named in a \"did you mean\" in their "
+             f"feedback (listed in summary.md): {', '.join(misnamed[:10])}"
+             + (f" and {len(misnamed) - 10} more" if len(misnamed) > 10 else ""))
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
