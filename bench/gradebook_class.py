@@ -274,8 +274,9 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
 
         parts = {e: Decimal(row[e]) for e in POINTS}
         for e, value in want["parts"].items():
-            if value is None:
-                if not 0 <= parts[e] < POINTS[e]:
+            if value is None:  # a planted bug: less than full, unless an adjustment added to it
+                raised = any(x == e and pts > 0 for x, pts, _ in plan.adjustments)
+                if not 0 <= parts[e] <= POINTS[e] if raised else not 0 <= parts[e] < POINTS[e]:
                     wrong.append(f"{login} {e}: {parts[e]} for a planted bug")
             else:
                 differs(e, parts[e], value)
@@ -334,7 +335,9 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
     if line not in summary:
         wrong.append(f"summary.md does not say {line!r}")
     for kind, heading in (("loop", "- Timed out"), ("import", "- Import errors"), ("refused", "- Could not be graded")):
-        who = next(x for x, p in plans.items() if p.broken == kind)
+        who = next((x for x, p in plans.items() if p.broken == kind), None)
+        if who is None:  # a class too small to hold one
+            continue
         line = next((x for x in summary.splitlines() if x.startswith(heading)), "")
         if not re.search(rf"\b{who}\b", line):
             wrong.append(f"summary.md does not list {who} under {heading[2:]!r}")
