@@ -249,8 +249,9 @@ def test_an_extension_and_an_adjustment_survive_a_rerun(tmp_path, monkeypatch, c
     ada = (out / "feedback" / "ada.md").read_text()
     assert "**Score: 11.99 / 17** (graded 9.99; adjusted +2)" in ada
     assert "- +2 points on the total: extra credit: found a typo in the notes" in ada
-    assert "- -3 points on `scaled_dot_product_attention`: the scale was copied, not derived" in (
-        out / "feedback" / "bob.md").read_text()
+    bob = (out / "feedback" / "bob.md").read_text()
+    assert "- -3 points on `scaled_dot_product_attention`: the scale was copied, not derived" in bob
+    assert "| `scaled_dot_product_attention` | 5/8 | partial (graded 8, adjusted -3) |" in bob
     first = (out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes(), ada
     # rerun without the options: the copies kept in OUT apply, and the run says so
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--force")

@@ -48,9 +48,15 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
             lines += ["", "Not graded: " + "; ".join(intake["ignored"]) + "."]
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
+    changes = {}  # exercise -> points the instructor's adjustments changed it by
+    for a in adjustments:
+        if a.exercise in parts:
+            changes[a.exercise] = changes.get(a.exercise, 0.0) + (row.get("effective") or {}).get(id(a), a.points)
     for ex in report.get("exercises", []):
+        status = ex["status"] + (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
+                                 if changes.get(ex["id"]) else "")
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
-                     f"| {ex['status']} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
+                     f"| {status} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
     lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
     lines += [""] + _adjustments(adjustments, row)
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "

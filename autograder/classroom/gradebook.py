@@ -33,8 +33,9 @@ from ..scoring import round_points
 
 
 def points(x: float) -> str:
-    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``."""
-    return f"{float(x):.2f}".rstrip("0").rstrip(".")
+    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``;
+    rounded by the one rule of every file (:func:`autograder.scoring.round_points`)."""
+    return f"{round_points(x):.2f}".rstrip("0").rstrip(".")
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 DAY = 86400.0
