@@ -335,3 +335,19 @@ def test_a_diagnosis_is_named_as_the_mistake(diagnosis, name):
     from autograder.classroom.summary import mistake
 
     assert mistake(diagnosis) == name
+
+
+def test_every_final_score_a_run_changes_is_in_the_history(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and not (out / "history.csv").exists()  # a first run changes nothing
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text("learner,exercise,points,reason\nada,total,2,extra credit\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 0 and "1 final score(s) changed since the last run" in err and "ada 9.99 -> 11.99" in err
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and "changed since the last run" not in err  # the kept adjustment changes nothing
+    with open(out / "history.csv", newline="") as f:
+        history = list(csv.DictReader(f))
+    assert [(h["learner"], h["final_before"], h["final_after"]) for h in history] == [("ada", "9.99", "11.99")]

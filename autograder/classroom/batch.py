@@ -19,6 +19,7 @@ submission times. OUT receives:
 * ``class.json``: how many learners this run graded; a later run that would grade fewer is
   refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
   and reports of learners an earlier run had and this one does not (:mod:`.runs`);
+* ``history.csv``: each final score a run changed, with before and after (:mod:`.runs`);
 * ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
   read again when a rerun does not give them (:mod:`.controls`).
 
@@ -216,6 +217,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
                                                                                       out / "summary.png")
+    runs.log_changes(out, rows, warn)  # before grades.csv is replaced
     write_class_files(out, rows, reports, assignment, seed)
     for name, text in ready.controls.items():  # kept for the next run (controls.py)
         files.write_atomic(out / name, text)

@@ -8,6 +8,9 @@ class's files with ones that lost information without saying so.
 * Files of learners this run does not have (feedback and reports of an earlier roster, or of
   submissions no longer in the class folder) are moved to ``stale/``, never left beside the
   current ones to be handed out, and the run says how many and where.
+* ``history.csv``: every final score a run changed (a late submission, a regrade, an
+  extension, an adjustment), with when, before and after: what the gradebook in Canvas may
+  still hold from an earlier import.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from .intake import BatchError
 
 RECORD = "class.json"
 STALE = "stale"
+HISTORY = "history.csv"
 
 
 def graded_learners(ready) -> int:
@@ -81,3 +85,39 @@ def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str
         shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
         warn(f"{len(moved)} file(s) of learners not in this run moved to {out / STALE}: {shown}")
     return moved
+
+
+def log_changes(out: Path, rows: list[dict], warn) -> int:
+    """Append to ``history.csv`` each learner whose final score differs from the one in OUT's
+    ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
+    from datetime import datetime, timezone
+
+    from .gradebook import points
+
+    out = Path(out)
+    try:
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            before = {row["learner"]: row.get("final", "") for row in csv.DictReader(f)}
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError):
+        return 0
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    changed = [(r["id"], before.get(r["id"], ""), points(r["final"]), r["status"]) for r in rows
+               if before.get(r["id"]) != points(r["final"])]
+    if not changed:
+        return 0
+    import io
+
+    text = io.StringIO()
+    w = csv.writer(text)
+    if not (out / HISTORY).exists():
+        w.writerow(["when", "learner", "final_before", "final_after", "status"])
+    for learner, old, new, status in changed:
+        w.writerow([when, learner, old, new, status])
+    with open(out / HISTORY, "a", encoding="utf-8", newline="") as f:
+        f.write(text.getvalue())
+        f.flush()
+        os.fsync(f.fileno())
+    warn(f"{len(changed)} final score(s) changed since the last run (listed in {out / HISTORY}): "
+         + ", ".join(f"{x} {o or '-'} -> {n}" for x, o, n, _ in changed[:5])
+         + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
+    return len(changed)
