@@ -5,6 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+# A .venv that is a symbolic link (to another checkout's) is refused, whatever the target:
+# installing through it would repoint that checkout's editable install at this one, and
+# using it would run that checkout's code.
+ifneq ($(shell test -L $(VENV) && echo link),)
+$(error $(VENV) is a symbolic link to $(shell readlink -f $(VENV)): this checkout needs its own environment. \
+Remove the link (rm $(VENV)) and run make install)
+endif
+
 .PHONY: install book book-learner test grade clean mathjax gradescope release site site-copy axe
 
 install: $(STAMP)

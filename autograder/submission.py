@@ -25,10 +25,12 @@ saying why, and costs the grader nothing.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import io
 import os
 import posixpath
+import re
 import stat
 import zipfile
 from dataclasses import dataclass, field
@@ -73,6 +75,7 @@ class Submission:
     sources: dict[str, str]  # module name -> source text, only the modules present
     taken: tuple[str, ...] = ()  # "attention.py (from hw3/attention.py)", ...
     ignored: tuple[str, ...] = ()  # files not graded, and why
+    misnamed: tuple[str, ...] = ()  # "Attention.py taken as attention.py", "atention.py: did you mean attention.py?"
 
     @property
     def sha256(self) -> str:
@@ -284,15 +287,19 @@ def _choose(where: str, tree: _Tree) -> Submission:
     modules: dict[str, list[_File]] = {}
     notebooks: dict[str, list[_File]] = {}
     other: list[str] = []
+    renamed: list[_File] = []
     for f in tree.files:
         base = f.parts[-1]
         if base.endswith(".py") and base[:-3] in MODULES:
             modules.setdefault(base[:-3], []).append(f)
         elif base.lower().endswith(".ipynb"):
             notebooks.setdefault(base, []).append(f)
+        elif _expected_module(base):
+            renamed.append(f)
         else:
             other.append(f.path)
     ignored = list(tree.ignored)
+    misnamed = _take_misnamed(renamed, modules, ignored)
     sources, taken, origin = {}, [], {}
     for module in MODULES:
         if module not in modules:
@@ -328,7 +335,9 @@ def _choose(where: str, tree: _Tree) -> Submission:
             stubs_replaced.append(module)
             sources[module] = source
             ignored.append(f"{origin.pop(module)} (still the unfilled stub; the notebook's definitions were graded)")
-    taken += [f"{module}.py ({path})" if path != f"{module}.py" else f"{module}.py" for module, path in origin.items()]
+    taken += [f"{module}.py ({path}" + (", misnamed: graded as this module" if path.split("/")[-1] != f"{module}.py"
+                                         else "") + ")" if path != f"{module}.py" else f"{module}.py"
+              for module, path in origin.items()]
     taken += nb_taken
     if other:
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
@@ -337,7 +346,52 @@ def _choose(where: str, tree: _Tree) -> Submission:
         expected = ", ".join(f"{m}.py" for m in MODULES)
         raise SubmissionError(f"no exercise files found in {where}: expected {expected} "
                               f"or the chapter notebooks (01_attention.ipynb, ...)")
-    return Submission(where, sources, tuple(taken), tuple(ignored))
+    return Submission(where, sources, tuple(taken), tuple(ignored), tuple(misnamed))
+
+
+# ------------------------------------------------------------------------- misnamed files
+
+# What a download, a copy or an editor adds to a file's name: " (1)", "-1", "_2", " copy".
+_ADDED = re.compile(r"(\s*\(\d+\)|[\s_-]+\d+|[\s_-]*copy(\s*\d+)?)$", re.IGNORECASE)
+CLOSE = 0.8  # difflib's ratio from which a name is a close spelling of a module's
+
+
+def _expected_module(base: str) -> tuple[str, bool] | None:
+    """``(module, exact)`` when the file ``base`` is an exercise module under another name:
+    exact when it is that name up to case, spaces and what a copy adds (``Attention.py``,
+    ``heads (1).py``, ``heads-1.py``); not exact for a close spelling (``atention.py``)."""
+    if not base.lower().endswith(".py") or base[:-3] in MODULES:
+        return None
+    stem = base[:-3].strip()
+    while True:
+        shorter = _ADDED.sub("", stem).strip()
+        if shorter == stem:
+            break
+        stem = shorter
+    stem = stem.replace(" ", "_").lower()
+    if stem in MODULES:
+        return stem, True
+    close = difflib.get_close_matches(stem, MODULES, n=1, cutoff=CLOSE)
+    return (close[0], False) if close else None
+
+
+def _take_misnamed(files: list[_File], modules: dict[str, list[_File]], ignored: list[str]) -> list[str]:
+    """Files named like a module (:func:`_expected_module`): one that is the module's name up
+    to case or a copy's suffix is graded as that module when the submission has no file of
+    that name; a close spelling is not (another module may be meant), it is named in a "did
+    you mean" in what was not graded. Returns what the learner and the instructor are told."""
+    said = []
+    for f in sorted(files, key=_rank):
+        module, exact = _expected_module(f.parts[-1])
+        if exact and module not in modules:
+            modules[module] = [f]
+            said.append(f"{f.path} taken as {module}.py")
+        elif exact:
+            ignored.append(f"{f.path} (named like {module}.py, which the submission also has: that one was graded)")
+        else:
+            ignored.append(f"{f.path} (not graded: did you mean {module}.py? Name it exactly so)")
+            said.append(f"{f.path}: did you mean {module}.py?")
+    return said
 
 
 def _read(f: _File, limit: int, tree: _Tree) -> bytes:

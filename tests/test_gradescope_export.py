@@ -1,6 +1,7 @@
 """``mha-grade batch`` on Gradescope's "Export Submissions": learners named by sid or email,
 a group's members each with the group's report, ``:created_at:`` for the late policy, the
-roster matched by sid or email, and a bad ``submission_metadata.yml`` only warned about.
+roster matched by sid or email, and a bad ``submission_metadata.yml`` an error (exit 2, nothing
+written), or with ``--names-from-folders`` a warning.
 
 The export is built as Gradescope lays it out (one top folder, ``submission_<id>/`` folders,
 ``submission_metadata.yml`` with Ruby-symbol keys, a ``__MACOSX`` folder beside it); grading
@@ -97,7 +98,7 @@ def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path,
     for member in ("0200", "Cy@Example.edu"):
         row = grades[member]
         assert row["total"] == str(FULL) and float(row["final"]) == round(FULL * 0.8, 2)
-        assert row["status"] == "late" and "1.50 days late: -20%" in row["late_penalty"]
+        assert row["status"] == "late" and row["late_penalty"] == "1 day 12 hours late: -20% (2 started days)"
         assert row["submitted_at"] == "2026-03-03T11:59:00+00:00"
     assert grades["0300"]["total"] == "0" and grades["0300"]["status"] == "graded"
     # The group was graded once, under its members' names.
@@ -110,7 +111,7 @@ def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path,
                           ["Dee Dalton", "", "0300", "", "", "0"],
                           ["Cy Curie", "", "Cy@Example.edu", "", "", str(round(FULL * 0.8, 2))]]
     for member in ("0200", "Cy@Example.edu"):
-        assert "days late" in (out / "feedback" / f"{member}.md").read_text()
+        assert "1 day 12 hours late: -20%" in (out / "feedback" / f"{member}.md").read_text()
 
 
 def test_the_roster_matches_sids_and_emails(tmp_path, monkeypatch, capsys):
@@ -133,34 +134,58 @@ def test_the_roster_matches_sids_and_emails(tmp_path, monkeypatch, capsys):
     assert grades["0300"]["status"] == "graded"
 
 
-@pytest.mark.parametrize("case, why", [
-    ("syntax", "unreadable (ScannerError"),
-    ("not_a_table", "not a table of submission folders"),
-    ("unlisted", "does not list submission_271003"),
-    ("absent", "lists submission_999, which is not a submission folder beside it"),
-    ("no_submitters", "submission_271001: no :submitters:"),
-    ("no_ids", "submitter Ada Lovelace has neither :sid: nor :email:"),
-    ("twice", "0300 is a submitter of both submission_271001 and submission_271003"),
-    ("no_time", "submission_271002: :created_at: None is not a date and time"),
-    ("bad_time", "'yesterday' is not a date and time"),
-])
-def test_bad_metadata_is_one_warning_and_the_folders_keep_their_names(tmp_path, monkeypatch, capsys, case,
-                                                                       why):
-    metadata = {
-        "syntax": METADATA.replace("    submission_271003:", "    submission_271003: :\n   - ["),
-        "not_a_table": "- submission_271001\n",
-        "unlisted": METADATA[:METADATA.index("    submission_271003:")],
-        "absent": METADATA + "    submission_999:\n      :submitters: []\n",
-        "no_submitters": METADATA.replace(
-            "      :submitters:\n      - :name: Ada Lovelace\n        :sid: '0100'\n"
-            "        :email: ada@example.edu\n        section_name: CS-101-A\n", "      :submitters: []\n"),
-        "no_ids": METADATA.replace(":sid: '0100'", ":sid: ''").replace(":email: ada@example.edu", ":email:"),
-        "twice": METADATA.replace(":sid: '0100'", ":sid: '0300'"),
-        "no_time": METADATA.replace("      :created_at: 2026-03-03 11:59:00.000000000 Z\n", ""),
-        "bad_time": METADATA.replace("2026-03-01 23:30:00.000000000 Z", "yesterday"),
-    }[case]
+BAD = {
+    "syntax": ("unreadable (ScannerError", METADATA.replace("    submission_271003:", "    submission_271003: :\n   - [")),
+    # cut mid-entry, as an interrupted download leaves it: still YAML, one submission short
+    "truncated": ("unreadable (ParserError", METADATA[:METADATA.index("    submission_271003:") + 30]),
+    "not_a_table": ("not a table of submission folders", "- submission_271001\n"),
+    "unlisted": ("does not list submission_271003", METADATA[:METADATA.index("    submission_271003:")]),
+    "absent": ("lists submission_999, which is not a submission folder beside it",
+               METADATA + "    submission_999:\n      :submitters: []\n"),
+    "no_submitters": ("submission_271001: no :submitters:", METADATA.replace(
+        "      :submitters:\n      - :name: Ada Lovelace\n        :sid: '0100'\n"
+        "        :email: ada@example.edu\n        section_name: CS-101-A\n", "      :submitters: []\n")),
+    "no_ids": ("submitter Ada Lovelace has neither :sid: nor :email:",
+               METADATA.replace(":sid: '0100'", ":sid: ''").replace(":email: ada@example.edu", ":email:")),
+    "twice": ("0300 is a submitter of both submission_271001 and submission_271003",
+              METADATA.replace(":sid: '0100'", ":sid: '0300'")),
+    "no_time": ("submission_271002: :created_at: None is not a date and time",
+                METADATA.replace("      :created_at: 2026-03-03 11:59:00.000000000 Z\n", "")),
+    "bad_time": ("'yesterday' is not a date and time", METADATA.replace("2026-03-01 23:30:00.000000000 Z", "yesterday")),
+}
+ROSTER = ("Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
+          "\"Lovelace, Ada\",11,0100,ada,A\n\"Babbage, Bob\",12,0200,bob,A\n"
+          "\"Curie, Cy\",13,0250,cy@example.edu,B\n\"Dalton, Dee\",14,0300,dee,B\n")
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_metadata_stops_the_batch_and_the_earlier_outputs_stay_as_they_were(tmp_path, monkeypatch, capsys, case):
+    why, metadata = BAD[case]
+    roster = tmp_path / "roster.csv"
+    roster.write_text(ROSTER)
+    download = _export(tmp_path)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, "--roster", str(roster), download=download)
+    assert status == 0 and len(_grades(out)) == 4, err
+    before = _snapshot(out)
+    (download / "assignment_8046601_export" / "submission_metadata.yml").write_text(textwrap.dedent(metadata))
+    for options in (["--roster", str(roster)], []):  # the names matter with a roster, and without one
+        status, _, err = _run(tmp_path, monkeypatch, capsys, *options, download=download)
+        assert status == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert why in err and "--names-from-folders" in err and "nothing was graded or written" in err
+        assert _snapshot(out) == before  # byte-identical, not even touched
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_names_from_folders_grades_a_damaged_export_by_its_folders_with_one_warning(tmp_path, monkeypatch, capsys,
+                                                                                    case):
+    why, metadata = BAD[case]
     download = _export(tmp_path, metadata)
-    status, out, err = _run(tmp_path, monkeypatch, capsys, download=download)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, "--names-from-folders", download=download)
     assert status == 0, err
     warning = [line for line in err.splitlines() if "submission_metadata.yml" in line]
     assert len(warning) == 1 and "Traceback" not in err, err
@@ -169,6 +194,25 @@ def test_bad_metadata_is_one_warning_and_the_folders_keep_their_names(tmp_path, 
     assert sorted(_grades(out)) == ["submission_271001", "submission_271002", "submission_271003"]
     # Its times are not trusted either: the file times (today) say late, :created_at: said on time.
     assert _grades(out)["submission_271001"]["status"] == "late"
+
+
+@pytest.mark.parametrize("layout", ["empty", "folders"])
+def test_an_export_without_its_metadata_is_never_graded_as_one_learner(tmp_path, monkeypatch, capsys, layout):
+    download = tmp_path / "download"
+    top = download / "assignment_1_export"
+    top.mkdir(parents=True)
+    if layout == "folders":
+        for folder in ("submission_1", "submission_2"):
+            (top / folder).mkdir()
+            (top / folder / "attention.py").write_text("import numpy as np\n" + GOOD)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download=download)
+    assert status == 2 and f"{top} is laid out as Gradescope's export but has no submission_metadata.yml" in err
+    assert not out.exists()
+    status, out, err = _run(tmp_path, monkeypatch, capsys, "--names-from-folders", download=download)
+    if layout == "empty":
+        assert status == 2 and "no submissions in" in err and not out.exists()
+    else:  # told to: each folder is a learner, never the export's own folder
+        assert status == 0 and sorted(_grades(out)) == ["submission_1", "submission_2"]
 
 
 def test_the_export_zip_itself_is_refused_with_what_to_do(tmp_path, capsys):

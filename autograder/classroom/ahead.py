@@ -98,8 +98,9 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
         try:
             args = batch.parser().parse_args(argv[1:])
             ready = intake.prepare(args.directory, args.out, args.jobs, args.roster, args.similarity,
-                                   warn=lambda message: None,  # kept in ready.warnings
-                                   seconds=intake.read_seconds(args.timeout))
+                                   lambda message: None,  # kept in ready.warnings
+                                   args.names_from_folders, args.extensions, args.adjustments,
+                                   intake.read_seconds(args.timeout))
         except (Exception, SystemExit):  # noqa: BLE001  the batch reads it again and says why
             ready = None
     try:

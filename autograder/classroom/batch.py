@@ -15,7 +15,17 @@ submission times. OUT receives:
 * ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``.csv`` with
   ``--similarity``; ``anonymous/`` with ``--anonymize`` (the same, learner ids replaced);
 * ``.seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
-  ``hashes.json``: what each grade was computed from.
+  ``hashes.json``: what each grade was computed from;
+* ``class.json``: how many learners this run graded; a later run that would grade fewer is
+  refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
+  and reports of learners an earlier run had and this one does not (:mod:`.runs`);
+* ``history.csv``: each final score a run changed, with before and after (:mod:`.runs`);
+* ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
+  read again when a rerun does not give them (:mod:`.controls`).
+
+Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
+``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
+(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown.
 
 Speed and safety come from the same design. The parent imports the grader (torch, the
 solutions, the checks) once and forks ``--jobs`` graders from itself, so no submission pays
@@ -47,7 +57,7 @@ from typing import Callable
 
 from .. import __version__
 from ..spec import POINTS
-from . import files, gradebook, intake
+from . import files, gradebook, intake, runs
 from .classfiles import class_rows, write_anonymous, write_class_files
 from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
 from .intake import BatchError
@@ -116,7 +126,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
               grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
               roster: Path | None = None, late: gradebook.LatePolicy | None = None, anonymize: bool = False,
               assignment: str = "Multi-head attention", progress: bool = True, console=None,
-              zygotes: list | None = None, ahead=None) -> BatchResult:
+              zygotes: list | None = None, ahead=None, names_from_folders: bool = False,
+              extensions: Path | None = None, adjustments: Path | None = None,
+              allow_fewer: bool = False) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring.
     ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`)."""
     from rich.console import Console
@@ -131,13 +143,15 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
 
     start = time.perf_counter()
     out = Path(out)
-    ready = ahead.prepared(intake.asked(directory, out, jobs, roster, similarity)) if ahead else None
+    command = (directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments)
+    ready = ahead.prepared(intake.asked(*command)) if ahead else None
     if ready is None:
-        ready = intake.prepare(directory, out, jobs, roster, similarity, warn, intake.read_seconds(timeout))
+        ready = intake.prepare(*command[:5], warn, *command[5:], intake.read_seconds(timeout))
     else:  # read by the process ahead: what it had to say is said now, in order
         for message in ready.warnings:
             warn(message)
     submissions, loaded, refused = ready.submissions, ready.loaded, ready.refused
+    runs.check_loss(out, ready, allow_fewer)  # before anything is written
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
     files.clean_temporaries(out / "reports")
@@ -197,14 +211,24 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
     reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, submissions, ready.learners, late, warn, result, ready.export)
+    rows = class_rows(reports, ready, late, result)
     from . import summary
-    stats = summary.summarize(reports)
+    stats = summary.summarize(reports, rows, loaded)
     # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
                                                                                       out / "summary.png")
+    runs.log_changes(out, rows, warn)  # before grades.csv is replaced
     write_class_files(out, rows, reports, assignment, seed)
+    for name, text in ready.controls.items():  # kept for the next run (controls.py)
+        files.write_atomic(out / name, text)
+    runs.move_stale(out, rows, submissions, warn)
+    runs.record(out, ready)
     files.write_atomic(out / "summary.md", summary.to_markdown(stats))
+    misnamed = [name for name, _ in stats.problems.get(summary.MISNAMED, [])]
+    if misnamed:
+        warn(f"misnamed files in {len(misnamed)} submission(s), taken or named in a \"did you mean\" in their "
+             f"feedback (listed in summary.md): {', '.join(misnamed[:10])}"
+             + (f" and {len(misnamed) - 10} more" if len(misnamed) > 10 else ""))
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
@@ -216,7 +240,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         if progress:
             console.print(sim.clusters_table(result.similarity))
     if anonymize:
-        write_anonymous(out, rows, result, seed)
+        write_anonymous(out, rows, result, seed, stats)
     drawing.join()
     if drawing.exitcode != 0:
         warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
@@ -267,6 +291,17 @@ def parser() -> argparse.ArgumentParser:
                         help="percent of the score lost per started day late (with --deadline)")
     parser.add_argument("--late-cutoff", type=float, metavar="DAYS",
                         help="later than this many days after the deadline: 0 points")
+    parser.add_argument("--extensions", type=Path, metavar="FILE",
+                        help="CSV learner,deadline: a learner's own deadline (kept in OUT for the next runs)")
+    parser.add_argument("--adjustments", type=Path, metavar="FILE",
+                        help="CSV learner,exercise,points,reason: points added or taken after grading, shown in "
+                             "the feedback (exercise: an id or 'total'; kept in OUT for the next runs)")
+    parser.add_argument("--names-from-folders", action="store_true",
+                        help="grade a Gradescope export whose submission_metadata.yml is damaged or missing, "
+                             "each folder under its own name (otherwise an error)")
+    parser.add_argument("--allow-fewer", action="store_true",
+                        help="replace OUT's class files even when fewer learners have a submission than in "
+                             "its last run (otherwise refused)")
     parser.add_argument("--assignment", default="Multi-head attention", help="the column name in canvas.csv")
     parser.add_argument("--anonymize", action="store_true", help="also write anonymous/ (ids replaced) to share")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
@@ -308,8 +343,8 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
             late = gradebook.LatePolicy(gradebook.parse_time(args.deadline), args.late_penalty, args.late_cutoff)
         except ValueError as err:
             return refuse(f"--deadline: {err}")
-    elif args.late_penalty or args.late_cutoff is not None:
-        return refuse("--late-penalty and --late-cutoff need --deadline")
+    elif args.late_penalty or args.late_cutoff is not None or args.extensions:
+        return refuse("--late-penalty, --late-cutoff and --extensions need --deadline")
     if not 0 <= args.late_penalty <= 100:
         return refuse(f"--late-penalty is a percent per day, between 0 and 100, not {args.late_penalty:g}")
     from ..isolation import confinement
@@ -323,7 +358,8 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
                            time_limit=args.time_limit, roster=args.roster, late=late, anonymize=args.anonymize,
                            assignment=args.assignment, progress=not args.quiet, zygotes=zygotes,
-                           ahead=ahead)
+                           ahead=ahead, names_from_folders=args.names_from_folders, extensions=args.extensions,
+                           adjustments=args.adjustments, allow_fewer=args.allow_fewer)
     except (BatchError, gradebook.RosterError) as err:
         return refuse(str(err))
     n = len(result.outcomes)

@@ -5,50 +5,59 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..scoring import round_points, shown_total
 from ..spec import POINTS
-from . import files, gradebook
+from . import controls, files, gradebook
+from .gradebook import points
 
 
-def class_rows(reports: dict[str, dict], submissions: dict[str, Path], roster, late, warn,
-               result, export=None) -> list[dict]:
-    """One row per learner: the roster's (in its order) or the submitters', with late penalties.
-    A submission is its submitters' (a Gradescope export's group has several, who share its
-    report), or else the learner's it is named for."""
-    submitters = export.submitters if export else {}
-    claims = [(name, who) for name in sorted(reports)
-              for who in submitters.get(name) or [gradebook.Learner(name, {}, (name,))]]
-    if roster is None:
-        people = sorted((who for _, who in claims), key=lambda who: who.id)
-        owner = {who.id: who.id for _, who in claims}
-    else:
-        owner, strangers = gradebook.match_roster(roster, [who for _, who in claims])
-        if strangers:
-            warn(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
-        people = list(roster) + [who for _, who in claims if who.id in strangers]
-        for s in strangers:
-            owner[s] = s
-    by_person = {}  # person -> the submission of theirs
-    for name, who in claims:
-        by_person[owner[who.id]] = name
-    rows = []
-    for person in people:
+def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
+    """One row per learner (``ready.people``): the roster's, in its order, or the
+    submitters'. A submission is its submitters' (a Gradescope export's group has several, who
+    share its report). Every number a row shows follows one rounding rule
+    (:func:`autograder.scoring.round_points`): the exercise points are rounded, the total is
+    their sum, the late penalty applies to that total, the adjustments come after."""
+    by_person = {ready.owner[who.id]: name for name, who_ in ready.claims.items() for who in who_}
+    adjustments = {}
+    for a in ready.adjustments:
+        adjustments.setdefault(a.learner, []).append(a)
+    export = ready.export
+    rows, maximum = [], _max_total(reports)
+    for person in ready.people:
         name = by_person.get(person.id)
         report = reports.get(name) if name else None
         row = {"learner": person, "id": person.id, "submission": name, "report": report,
-               "on_roster": roster is None or person in roster}
+               "submitted_as": ready.own.get(name, "") if name else "",
+               "on_roster": ready.learners is None or person in ready.learners,
+               "adjustments": adjustments.get(person.id, []), "parts": {}, "adjusted": 0.0,
+               "max_total": maximum, "effective": {}}  # effective: id(adjustment) -> points it changed
         if report is None:
             result.missing.append(person.id)
             row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
         else:
+            parts = {e["id"]: round_points(float(e.get("score", 0.0))) for e in report.get("exercises", [])}
+            maxima = {e["id"]: float(e.get("max_score", 0.0)) for e in report.get("exercises", [])}
+            for a in row["adjustments"]:
+                if a.exercise in parts:
+                    before = parts[a.exercise]
+                    parts[a.exercise] = round_points(min(maxima[a.exercise], max(0.0, before + a.points)))
+                    row["effective"][id(a)] = round_points(parts[a.exercise] - before)
+            score = shown_total(parts.values())
             created = export.created.get(name) if export else None
-            when, source = gradebook.submitted_at(submissions[name], created)
-            score = float(report.get("score", 0.0))
-            final, days, why = late.apply(score, when) if late else (score, 0.0, "")
+            when, source = gradebook.submitted_at(ready.submissions[name], created)
+            deadline = ready.extensions.get(person.id)
+            final, days, why = late.apply(score, when, deadline) if late else (score, 0.0, "")
+            if deadline is not None and late is not None:
+                why = (why + "; " if why else "") + f"extended deadline {deadline.isoformat(timespec='minutes')}"
             report["late"] = {"submitted_at": when.isoformat() if when else None, "source": source,
                               "days_late": round(days, 3), "penalty": why, "final_score": final}
             status = "error" if report.get("error") else ("late" if days > 0 else "graded")
-            row.update(score=score, final=final, status=status, late=why,
+            row.update(score=score, final=final, status=status, late=why, parts=parts,
                        submitted=when.isoformat(timespec="seconds") if when else "")
+        extra = [a.points for a in row["adjustments"] if a.exercise == controls.TOTAL]
+        if extra:
+            row["adjusted"] = shown_total(extra)
+            row["final"] = max(0.0, shown_total([row["final"], row["adjusted"]]))  # a grade is never negative
         rows.append(row)
     return rows
 
@@ -58,24 +67,29 @@ def exercise_columns(reports: dict[str, dict]) -> list[str]:
     return [e for e in POINTS if e in ids] + sorted(ids - set(POINTS))
 
 
+def _max_total(reports: dict[str, dict]) -> float:
+    return max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
+
+
 def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -> str:
-    """``grades.csv``: a row per learner, points per exercise, total, penalty, final, status."""
+    """``grades.csv``: a row per learner, points per exercise, total (their sum), late penalty,
+    adjustments, final, status; ``submitted_as``: the id the submission came with."""
     import csv
     import io
 
     columns = exercise_columns(reports)
-    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
     f = io.StringIO()
     w = csv.writer(f)
-    w.writerow(["learner", *columns, "total", "late_penalty", "final", "max_total", "status", "submitted_at",
-                "error"])
+    w.writerow(["learner", "submitted_as", *columns, "total", "late_penalty", "adjustment", "final", "max_total",
+                "status", "submitted_at", "adjustments", "error"])
     for row in rows:
         report = row["report"] or {}
-        scores = {e["id"]: e["score"] for e in report.get("exercises", [])}
         error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
-        w.writerow([rename(row["id"]), *(gradebook.points(scores.get(c, 0.0)) for c in columns), gradebook.points(row["score"]),
-                    row["late"], gradebook.points(row["final"]), gradebook.points(max_total), row["status"],
-                    row["submitted"], error])
+        said = "; ".join(f"{a.exercise} {controls.signed(a.points)}: {a.reason}" for a in row["adjustments"])
+        w.writerow([rename(row["id"]), rename(row["submitted_as"]) if row["submitted_as"] else "",
+                    *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]), row["late"],
+                    points(row["adjusted"]), points(row["final"]), points(_max_total(reports)), row["status"],
+                    row["submitted"], said, error])
     return f.getvalue()
 
 
@@ -83,9 +97,8 @@ def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], ass
     from . import feedback
 
     files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
-    max_total = max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
     canvas = [{"learner": r["learner"], "score": r["final"]} for r in rows if r["on_roster"]]
-    files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, max_total))
+    files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, _max_total(reports)))
     hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
     for row in rows:
         text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
@@ -104,17 +117,18 @@ def _holds(path: Path, text: str) -> bool:
         return False
 
 
-def write_anonymous(out: Path, rows: list[dict], result, seed: int) -> None:
+def write_anonymous(out: Path, rows: list[dict], result, seed: int, stats) -> None:
     """``anonymous/``: grades, summary and similarity with each learner id replaced by a
     pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
     from . import similarity as sim
+    from . import summary
 
     def rename(x):
         return gradebook.pseudonym(x, str(seed))
 
     reports = {r["id"]: r["report"] for r in rows if r["report"]}
     files.write_atomic(out / "anonymous" / "grades.csv", grades_csv(rows, reports, rename))
-    files.write_atomic(out / "anonymous" / "summary.md", (out / "summary.md").read_text())
+    files.write_atomic(out / "anonymous" / "summary.md", summary.to_markdown(stats, rename))
     if result.similarity is not None:
         files.write_atomic(out / "anonymous" / "similarity.md", sim.clusters_markdown(result.similarity, rename))
 

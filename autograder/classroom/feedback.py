@@ -10,7 +10,9 @@ dependency of ``rich``), so the two files say the same thing.
 from __future__ import annotations
 
 import html
+import re
 
+from .controls import signed
 from .gradebook import points
 
 
@@ -19,13 +21,24 @@ def _cell(text: str) -> str:
 
 
 def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -> str:
-    """``row``: the learner's gradebook row (``score``, ``final``, ``late``, ``status``)."""
+    """``row``: the learner's gradebook row (``parts``, ``score``, ``final``, ``late``,
+    ``adjustments``, ``status``): the numbers shown are the row's, so they add up as
+    grades.csv's do."""
     lines = [f"# {assignment}: feedback for {learner}", ""]
+    adjustments = row.get("adjustments") or []
     if report is None:
-        lines += ["No submission was received.", ""]
-        return "\n".join(lines)
+        lines += [f"**Score: {points(row['final'])} / {points(row.get('max_total', 100))}**"
+                  + (f" (adjusted {signed(row['adjusted'])})" if row.get("adjusted") else ""), "",
+                  "No submission was received.", ""]
+        return "\n".join(lines + _adjustments(adjustments, row))
+    parts = row.get("parts") or {e["id"]: e["score"] for e in report.get("exercises", [])}
+    changed = [f"graded {points(row['score'])}"] if row.get("late") or row.get("adjusted") else []
+    if row.get("late"):
+        changed.append(row["late"])
+    if row.get("adjusted"):
+        changed.append(f"adjusted {signed(row['adjusted'])}")
     lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
-              + (f" (graded {points(report.get('score', 0))}; {row['late']})" if row.get("late") else ""), ""]
+              + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
         lines += [f"The grader could not grade this submission: {_cell(report['error'].splitlines()[0])}", ""]
     intake = report.get("intake") or {}
@@ -35,18 +48,54 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
             lines += ["", "Not graded: " + "; ".join(intake["ignored"]) + "."]
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
+    changes = {}  # exercise -> points the instructor's adjustments changed it by
+    for a in adjustments:
+        if a.exercise in parts:
+            changes[a.exercise] = changes.get(a.exercise, 0.0) + (row.get("effective") or {}).get(id(a), a.points)
     for ex in report.get("exercises", []):
-        lines.append(f"| `{ex['id']}` | {points(ex['score'])}/{points(ex['max_score'])} | {ex['status']} "
-                     f"| {_cell('<br>'.join(_findings(ex))) or '-'} |")
-    lines += ["", "Cases are drawn at random and kept hidden; the self-check in the course "
-                  "(`check(...)`) uses practice cases of the same kinds.", ""]
+        status = ex["status"] + (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
+                                 if changes.get(ex["id"]) else "")
+        lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
+                     f"| {status} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
+    lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
+    lines += [""] + _adjustments(adjustments, row)
+    lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
+              "(`check(...)`) uses practice cases of the same kinds.", ""]
     return "\n".join(lines)
+
+
+def _adjustments(adjustments, row: dict) -> list[str]:
+    """The instructor's adjustments, each with its reason (an exercise's is in its row's score)."""
+    if not adjustments:
+        return []
+    lines = ["Adjusted by your instructor:", ""]
+    for a in adjustments:
+        where = "the total" if a.exercise == "total" else f"`{a.exercise}`"
+        effective = (row.get("effective") or {}).get(id(a), a.points)
+        if a.exercise != "total" and row.get("report") is None:
+            where += " (no submission: nothing to adjust there)"
+        elif effective != a.points:
+            where += f" (an exercise's points stay between 0 and its maximum: {signed(effective)})"
+        lines.append(f"- {signed(a.points)} points on {where}: {_cell(a.reason)}")
+    return lines + [""]
+
+
+# The values of a hidden case in the judge's sentences ("got True, expected False", "(got 0.31,
+# expected 0.29; tolerance ...)", "(expected 0)"): the feedback keeps where and how, not what.
+_VALUES = (re.compile(r" \(got [^()]*, expected [^()]*\)"), re.compile(r" \(expected [^()]*\)"),
+           re.compile(r": got [^,;()]+?, expected [\w.+-]*\w"))
+
+
+def without_values(text: str) -> str:
+    for pattern in _VALUES:
+        text = pattern.sub("", text)
+    return text
 
 
 def _findings(ex: dict) -> list[str]:
     said = []
     if ex.get("feedback"):
-        said.append(ex["feedback"])
+        said.append(without_values(ex["feedback"]))
     diagnoses = {}
     for case in ex.get("cases", []):
         if case.get("diagnosis"):

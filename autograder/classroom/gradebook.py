@@ -9,7 +9,9 @@
   Gradescope's ``created_at``, from the class's export (``submission_metadata.yml``, read by
   :mod:`.gradescope_export`) or from the ``submission_metadata.json`` in a learner's folder,
   otherwise the newest modification time of the submission's files. A penalty of P percent of
-  the score per started day late, and/or a cutoff after which the score is 0.
+  the score per started day late, and/or a cutoff after which the score is 0; a learner's
+  extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
+  hours and minutes ("5 minutes late: -10% (1 started day)").
 * **Canvas CSV** (``canvas.csv``): Canvas's gradebook import layout: the identifying columns
   (``Student, ID, SIS User ID, SIS Login ID, Section``), one column named for the assignment,
   and a ``Points Possible`` row under the header. Canvas creates the assignment on import
@@ -27,10 +29,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..scoring import round_points
+
 
 def points(x: float) -> str:
-    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``."""
-    return f"{float(x):.2f}".rstrip("0").rstrip(".")
+    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``;
+    rounded by the one rule of every file (:func:`autograder.scoring.round_points`)."""
+    return f"{round_points(x):.2f}".rstrip("0").rstrip(".")
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 DAY = 86400.0
@@ -95,6 +100,19 @@ def match_roster(roster: list[Learner], submitters: list[Learner]) -> tuple[dict
     return matched, strangers
 
 
+def class_people(roster: list[Learner] | None, claims: dict[str, list[Learner]]):
+    """``(people, owner, strangers)``: every learner who gets a row (the roster's in its
+    order, then the submitters not on it; without a roster, the submitters by id), each
+    submitter's id in the class files (``owner``: the roster's id where they are on it), and
+    the submitters not on the roster."""
+    submitters = [who for name in sorted(claims) for who in claims[name]]
+    if roster is None:
+        return sorted(submitters, key=lambda who: who.id), {who.id: who.id for who in submitters}, []
+    owner, strangers = match_roster(roster, submitters)
+    owner.update({s: s for s in strangers})
+    return list(roster) + [who for who in submitters if who.id in strangers], owner, strangers
+
+
 def _same(alias: str) -> str:
     return alias.casefold() if "@" in alias else alias  # an email's case means nothing
 
@@ -107,19 +125,40 @@ class LatePolicy:
     penalty_per_day: float = 0.0  # percent of the score per started day late
     cutoff_days: float | None = None  # later than this: score 0
 
-    def apply(self, score: float, submitted: datetime | None) -> tuple[float, float, str]:
-        """``(score after the policy, days late, what happened)``."""
+    def apply(self, score: float, submitted: datetime | None,
+              deadline: datetime | None = None) -> tuple[float, float, str]:
+        """``(score after the policy, days late, what happened)``; ``deadline``: the learner's
+        own (an extension), else the class's. The score after it is rounded as every shown
+        score is (:func:`autograder.scoring.round_points`)."""
+        deadline = deadline or self.deadline
         if submitted is None:
             return score, 0.0, ""
-        late = (submitted - self.deadline).total_seconds() / DAY
-        if late <= 0:
+        seconds = (submitted - deadline).total_seconds()
+        if seconds <= 0:
             return score, 0.0, ""
+        late = seconds / DAY
+        words = late_words(seconds)
         if self.cutoff_days is not None and late > self.cutoff_days:
-            return 0.0, late, f"{late:.2f} days late, after the {self.cutoff_days:g}-day cutoff: 0 points"
+            return 0.0, late, f"{words} late, after the {self.cutoff_days:g}-day cutoff: 0 points"
         days = math.ceil(late)
-        kept = max(0.0, 1.0 - days * self.penalty_per_day / 100.0)
-        why = f"{late:.2f} days late: -{min(100, days * self.penalty_per_day):g}% ({days} started day(s))"
-        return round(score * kept, 2), late, why
+        percent = min(100.0, days * self.penalty_per_day)
+        if not percent:
+            return score, late, f"{words} late: no penalty"
+        why = f"{words} late: -{percent:g}% ({days} started {'day' if days == 1 else 'days'})"
+        return round_points(score * (1.0 - percent / 100.0)), late, why
+
+
+def late_words(seconds: float) -> str:
+    """How late, as a person says it: "5 minutes", "1 day 12 hours", "3 days" (the two largest
+    units that are not 0, the last started minute counted: 61 s is "2 minutes")."""
+    if seconds < 60:
+        return "less than a minute"
+    minutes = math.ceil(seconds / 60)
+    days, rest = divmod(minutes, 1440)
+    hours, minutes = divmod(rest, 60)
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute")]
+    shown = [(n, unit) for n, unit in parts if n][:2]  # "1 day 1 minute": never rounded down to "1 day"
+    return " ".join(f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in shown)
 
 
 def parse_time(text: str) -> datetime:
@@ -166,17 +205,18 @@ def submitted_at(path: Path, created_at=None) -> tuple[datetime | None, str]:
 
 # ---------------------------------------------------------------------------------- Canvas
 
-def canvas_csv(rows: list[dict], assignment: str, points: float) -> str:
-    """Canvas's import layout; ``rows``: ``{"learner": Learner, "score": float | None}``."""
+def canvas_csv(rows: list[dict], assignment: str, maximum: float) -> str:
+    """Canvas's import layout; ``rows``: ``{"learner": Learner, "score": float | None}``, the
+    scores as every class file shows them (:func:`points`)."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow([*CANVAS_ID_COLUMNS, assignment])
-    w.writerow(["Points Possible", "", "", "", "", f"{points:g}"])
+    w.writerow(["Points Possible", "", "", "", "", points(maximum)])
     for row in rows:
         learner: Learner = row["learner"]
         ids = learner.canvas or {"Student": learner.id, "SIS User ID": learner.id}
         score = row["score"]
-        w.writerow([*(ids.get(c, "") for c in CANVAS_ID_COLUMNS), "" if score is None else f"{score:g}"])
+        w.writerow([*(ids.get(c, "") for c in CANVAS_ID_COLUMNS), "" if score is None else points(score)])
     return out.getvalue()
 
 

@@ -20,11 +20,17 @@ sids or emails, and ``:created_at:`` is the submission time of the late policy.
 
 A metadata file that cannot be read or that does not fit the folders beside it (a folder it
 does not list, or lists but is not there; a submitter without sid and email; a learner in two
-submissions; a time that is not one) is named in a one-line warning, and the folders keep
-their own names.
+submissions; a time that is not one) stops the batch: one line naming the file and the
+problem, exit status 2, nothing written (a damaged download would otherwise name every
+learner by a folder and date every submission by its file times, zeroing a roster). With
+``--names-from-folders`` the instructor accepts that: one warning, and the folders keep their
+own names. A folder laid out as an export (``assignment_<id>_export/``, or ``submission_<id>/``
+folders) without its metadata is the same error: it is never graded as a learner named
+``assignment_<id>_export``.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +38,8 @@ from pathlib import Path
 from .gradebook import Learner, gradescope_time
 
 METADATA = "submission_metadata.yml"
+_EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
+_SUBMISSION_FOLDER = re.compile(r"submission_\d+")
 _SAFE = set("-_.@+")
 
 
@@ -60,9 +68,30 @@ def export_root(directory: Path, skip=()) -> Path | None:
     return None
 
 
-def read_export(root: Path, folders: dict[str, Path], warn) -> Export | None:
-    """The export of ``root``, whose submission folders are ``folders`` (by folder name);
-    None, after a warning naming the file, when its metadata cannot be used."""
+def export_without_metadata(directory: Path, skip=()) -> Path | None:
+    """The folder of ``directory`` that is laid out as Gradescope's export (DIR itself or its
+    only folder: named ``assignment_<id>_export`` or holding ``submission_<id>`` folders) but
+    has no ``submission_metadata.yml``; None when there is none."""
+    directory = Path(directory)
+    folders = [p for p in directory.iterdir()
+               if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in skip]
+    candidates = [directory] + (folders if len(folders) == 1 else [])
+    for folder in candidates:
+        if (folder / METADATA).exists():
+            return None
+        try:
+            inside = [p.name for p in folder.iterdir() if p.is_dir()]
+        except OSError:
+            continue
+        if _EXPORT_FOLDER.fullmatch(folder.name) or any(_SUBMISSION_FOLDER.fullmatch(n) for n in inside):
+            return folder
+    return None
+
+
+def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True) -> Export | None:
+    """The export of ``root``, whose submission folders are ``folders`` (by folder name).
+    Metadata that cannot be used raises ExportError naming the file when ``strict``; else it
+    is said in a warning and None is returned (the folders keep their names)."""
     import yaml
 
     file = Path(root) / METADATA
@@ -74,6 +103,10 @@ def read_export(root: Path, folders: dict[str, Path], warn) -> Export | None:
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ExportError) as err:
         why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
             f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})"
+        if strict:
+            raise ExportError(f"{file}: {why}; the submissions cannot be named by their submitters, so "
+                              "nothing was graded or written (download the export again, or pass "
+                              "--names-from-folders to grade each folder under its own name)") from None
         warn(f"{file}: {why}; the submissions are named by their folders instead")
         return None
 
@@ -103,14 +136,18 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
             created = gradescope_time(entry.get(":created_at"))
         except ValueError as err:
             raise ExportError(f"{folder}: :created_at: {err}") from None
-        name = "+".join(learner.id for learner in learners)
-        name = "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".") or "_"
+        name = safe_name("+".join(learner.id for learner in learners))
         if name in export.submissions:
             raise ExportError(f"{folder} and another folder would both be named {name}")
         export.submissions[name] = folders[folder]
         export.submitters[name] = learners
         export.created[name] = created
     return export
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a file name of the class files (reports, feedback)."""
+    return "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".") or "_"
 
 
 def _submitter(folder: str, person) -> Learner:

@@ -46,8 +46,8 @@ def content_hash(path: Path) -> str:
         return "unreadable:" + hashlib.sha256(str(err).encode()).hexdigest()
 
 
-def check_command(directory: Path, out: Path, jobs: int,
-                  warn=lambda message: None) -> tuple[dict[str, Path], gradescope_export.Export | None]:
+def check_command(directory: Path, out: Path, jobs: int, warn=lambda message: None,
+                  names_from_folders: bool = False) -> tuple[dict[str, Path], gradescope_export.Export | None]:
     """The submissions of ``directory`` (and its Gradescope export, if it is one), or
     BatchError naming why the command cannot be right."""
     directory, out = Path(directory), Path(out)
@@ -65,10 +65,22 @@ def check_command(directory: Path, out: Path, jobs: int,
     if o in d.parents:
         raise BatchError(f"the class folder {directory} is inside the output folder {out}; choose another --out")
     root = gradescope_export.export_root(directory, SKIP)
+    bare = None if root else gradescope_export.export_without_metadata(directory, SKIP)
+    if bare is not None and not names_from_folders:
+        raise BatchError(f"{bare} is laid out as Gradescope's export but has no "
+                         f"{gradescope_export.METADATA}: its submissions cannot be named by their submitters "
+                         "(unzip the whole export, or pass --names-from-folders to grade each folder under its "
+                         "own name)")
+    if bare is not None and bare != directory:
+        root = bare  # its folders are the submissions, never the export's own folder as one learner
     submissions = find_submissions(root or directory)
     if not submissions:
         raise BatchError(f"no submissions in {directory}: expected one folder, .zip or .ipynb per learner")
-    export = gradescope_export.read_export(root, submissions, warn) if root else None
+    try:
+        export = gradescope_export.read_export(root, submissions, warn, strict=not names_from_folders) \
+            if root and bare is None else None
+    except gradescope_export.ExportError as err:
+        raise BatchError(str(err)) from None
     return (export.submissions if export else submissions), export
 
 
@@ -81,7 +93,12 @@ def read_seconds(timeout: float) -> float:
 
 @dataclass
 class Prepared:
-    """Everything :func:`prepare` read, and the command it was read for (``asked``)."""
+    """Everything :func:`prepare` read, and the command it was read for (``asked``).
+
+    Every table is keyed by the submission's identity: its submitters' ids in the class files
+    (the roster's id where there is a roster; a group's joined by ``+``), the one name of that
+    submission in grades, feedback, reports and similarity. ``own`` keeps the name it came
+    with (Gradescope's sids or emails, or its folder's name), shown beside it."""
     asked: tuple
     submissions: dict[str, Path]
     export: gradescope_export.Export | None
@@ -91,16 +108,29 @@ class Prepared:
     similar: object = None  # similarity.SimilarityResult with --similarity
     fingerprints: dict = field(default_factory=dict)  # new ones, for similarity.save
     warnings: list[str] = field(default_factory=list)  # said while reading, in order
+    claims: dict = field(default_factory=dict)  # submission -> [gradebook.Learner who handed it in]
+    people: list = field(default_factory=list)  # every learner with a row: the roster's, then the others
+    owner: dict[str, str] = field(default_factory=dict)  # a submitter's own id -> their id in the class files
+    own: dict[str, str] = field(default_factory=dict)  # submission -> the name it came with
+    extensions: dict = field(default_factory=dict)  # learner -> their deadline
+    adjustments: list = field(default_factory=list)  # controls.Adjustment
+    controls: dict[str, str] = field(default_factory=dict)  # file name -> text to keep in OUT
 
 
-def asked(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool) -> tuple:
+def asked(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool,
+          names_from_folders: bool = False, extensions: Path | None = None,
+          adjustments: Path | None = None) -> tuple:
     """What a :class:`Prepared` depends on: a batch uses one only if made for its own command."""
-    return (str(Path(directory).resolve()), str(Path(out).resolve()), jobs,
-            str(Path(roster).resolve()) if roster else None, bool(similarity))
+    def path(p):
+        return str(Path(p).resolve()) if p else None
+
+    return (str(Path(directory).resolve()), str(Path(out).resolve()), jobs, path(roster), bool(similarity),
+            bool(names_from_folders), path(extensions), path(adjustments))
 
 
 def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool,
-            warn: Callable[[str], None], seconds: float | None = None) -> Prepared:
+            warn: Callable[[str], None], names_from_folders: bool = False, extensions: Path | None = None,
+            adjustments: Path | None = None, seconds: float | None = None) -> Prepared:
     """Read the class; raises BatchError or RosterError for a command that cannot be right.
 
     Each submission is read, and fingerprinted with ``similarity``, in a process of its own
@@ -116,11 +146,20 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
         said.append(message)
         warn(message)
 
-    submissions, export = check_command(directory, out, jobs, note)
+    found, export = check_command(directory, out, jobs, note, names_from_folders)
     learners = gradebook.read_roster(roster) if roster else None
-    ready = Prepared(asked(directory, out, jobs, roster, similarity), submissions, export, learners,
-                     warnings=said)
-    for learner, path in submissions.items():
+    claims = {name: (export.submitters[name] if export else [gradebook.Learner(name, {}, (name,))])
+              for name in found}
+    people, owner, strangers = gradebook.class_people(learners, claims)
+    if strangers:
+        note(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
+    identity = _identities(claims, owner)
+    ready = Prepared(asked(directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments),
+                     {identity[n]: p for n, p in found.items()}, _renamed(export, identity), learners,
+                     warnings=said, claims={identity[n]: w for n, w in claims.items()}, people=people, owner=owner,
+                     own={identity[n]: n for n in found})
+    _controls(ready, Path(out), extensions, adjustments, note)
+    for learner, path in ready.submissions.items():
         try:
             ready.loaded[learner] = load(path, seconds)
         except SubmissionError as err:
@@ -131,16 +170,71 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
 
         finder = sim.Similarity(Path(out) / ".similarity", warn=note, seconds=seconds)
         try:
-            found = finder.code_all({sub.sha256: sub.sources for sub in ready.loaded.values()})
+            prints = finder.code_all({sub.sha256: sub.sources for sub in ready.loaded.values()})
         except StubsMissing as err:
             raise BatchError(f"--similarity: {err}") from None
         code, left_out = {}, {}
         for learner, sub in ready.loaded.items():
-            if isinstance(found[sub.sha256], sim.Unfingerprinted):
-                left_out[learner] = str(found[sub.sha256])
+            if isinstance(prints[sub.sha256], sim.Unfingerprinted):
+                left_out[learner] = str(prints[sub.sha256])
                 note(f"{learner}: left out of --similarity: {left_out[learner]}")
             else:
-                code[learner] = found[sub.sha256]
+                code[learner] = prints[sub.sha256]
         ready.similar = finder.run(code, left_out)
         ready.fingerprints = finder.new
     return ready
+
+
+def _identities(claims: dict[str, list], owner: dict[str, str]) -> dict[str, str]:
+    """Submission -> its name in the class files: its submitters' ids there, joined by ``+``.
+    Two submissions that would be one learner's are refused: which one counts is the
+    instructor's call, not the batch's."""
+    named, mine = {}, {}
+    for name in sorted(claims):
+        ids = [owner[who.id] for who in claims[name]]
+        for person in ids:
+            if person in mine:
+                raise BatchError(f"{person} is a submitter of both {mine[person]} and {name} (matched by the roster's "
+                                 "ids): remove one of them from the class folder")
+            mine[person] = name
+        named[name] = gradescope_export.safe_name("+".join(ids))
+    return named
+
+
+def _renamed(export, identity: dict[str, str]):
+    if export is None:
+        return None
+    return gradescope_export.Export(export.root, {identity[n]: p for n, p in export.submissions.items()},
+                                    {identity[n]: w for n, w in export.submitters.items()},
+                                    {identity[n]: t for n, t in export.created.items()})
+
+
+def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: Path | None, note) -> None:
+    """The extensions and adjustments: the files given, else the copies kept in OUT."""
+    from ..spec import POINTS
+    from . import controls
+
+    ids = {}
+    submitters = [(who, ready.owner[who.id]) for people in ready.claims.values() for who in people]
+    for who, person in [(p, p.id) for p in ready.people] + submitters:  # the roster's ids, then the submitters'
+        for alias in (*who.aliases, who.id):
+            ids.setdefault(alias, person)
+            ids.setdefault(alias.casefold(), person)
+    for given, kept, read in ((extensions, controls.EXTENSIONS, lambda f: controls.read_extensions(f, ids)),
+                              (adjustments, controls.ADJUSTMENTS, lambda f: controls.read_adjustments(f, ids, POINTS))):
+        path = Path(given) if given else out / kept
+        if not given and not path.is_file():
+            continue
+        try:
+            value = read(path)
+            text = path.read_text(encoding="utf-8-sig")
+        except (controls.ControlsError, OSError, UnicodeDecodeError) as err:
+            raise BatchError(str(err)) from None
+        if not given:
+            note(f"{kept[:-4]}: {len(value)} kept from the last run ({path}); edit that file, or pass "
+                 f"--{kept[:-4]} FILE")
+        if kept == controls.EXTENSIONS:
+            ready.extensions = value
+        else:
+            ready.adjustments = value
+        ready.controls[kept] = text

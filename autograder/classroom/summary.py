@@ -1,12 +1,17 @@
 """The class summary of a batch: where the class stands and where it struggles.
 
-From the learners' reports: a histogram of the totals, and per exercise the share of the
-class that passed it, the mean score, and the most common diagnosed mistakes (the known
-bugs the judge recognised, counted once per learner). Rendered as a rich table (terminal),
-Markdown (``summary.md``) and a PNG (``summary.png``).
+From the reports (one per submission) and the gradebook's rows (one per learner): how many
+learners and how many submissions (a group's is one for several), the mean before penalties
+and after penalties and adjustments, the submissions that could not be graded, timed out,
+failed to import or had misnamed files, the common mistakes across the class as mistakes
+("softmax without subtracting the max first: 3 of 42 submissions", most common first: what to
+re-teach), a histogram of the totals, and per exercise the share that passed it, the mean
+score and its most common mistakes (counted once per submission). Rendered as a rich table
+(terminal), Markdown (``summary.md``) and a PNG (``summary.png``).
 """
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,12 +36,19 @@ class ExerciseStats:
 
 @dataclass
 class ClassStats:
-    learners: int
+    learners: int  # learners with a row (the roster's, or the submitters)
     max_total: float
-    totals: list[float]
-    histogram: list[tuple[float, float, int]]  # (from, to, learners); the last bin includes its upper end
+    totals: list[float]  # per submission, as graded (before penalties and adjustments)
+    histogram: list[tuple[float, float, int]]  # (from, to, submissions); the last bin includes its upper end
     exercises: list[ExerciseStats]
     errors: int  # submissions the grader itself could not grade
+    submissions: int = 0
+    graded_learners: int = 0  # learners with a submission (a group's members each)
+    finals: list[float] = field(default_factory=list)  # per learner with a submission, after penalty and adjustments
+    late: int = 0  # learners penalised for lateness
+    adjusted: int = 0  # learners with an instructor's adjustment
+    problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # what went wrong -> (submission, detail)
+    mistakes: list[tuple[str, str, int]] = field(default_factory=list)  # (mistake, exercise, submissions)
 
     @property
     def mean(self) -> float:
@@ -46,15 +58,52 @@ class ClassStats:
     def median(self) -> float:
         return statistics.median(self.totals) if self.totals else 0.0
 
+    @property
+    def mean_final(self) -> float:
+        return statistics.fmean(self.finals) if self.finals else 0.0
 
-def summarize(reports: dict[str, dict]) -> ClassStats:
-    """Statistics of a class from ``{learner: report dict}``."""
+
+# What can go wrong with a whole submission or an exercise, as the summary lists it.
+REFUSED = "could not be graded (refused, or the grader was stopped)"
+TIMED_OUT = "timed out (an exercise ran past its time)"
+IMPORT = "import errors (a module failed to import)"
+CRASHED = "crashed (the learner's process died or ran out of memory)"
+MISNAMED = "misnamed files (taken under the expected name, or named in a \"did you mean\")"
+
+
+def mistake(diagnosis: str) -> str:
+    """A diagnosis as the mistake it names: "your output matches softmax without subtracting
+    the max first (exp overflows ...)" -> "softmax without subtracting the max first"."""
+    text = re.sub(r"^your (output|code|result)s? (matches|match)\s+", "", diagnosis.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"^your\s+", "", text, flags=re.IGNORECASE)  # "your mask is off by one" -> "mask is off by one"
+    text = text.split(": ")[0]  # after a colon comes the advice: the feedback has it
+    last = re.search(r"\s+\(([^()]*)\)\s*$", text)  # an explanation in parentheses: the feedback has it too
+    if last and len(re.findall(r"[A-Za-z]{2,}", last.group(1))) >= 4:  # not "(dim=1)", "(B, H, d, L)", "(d_k)"
+        text = text[:last.start()]
+    return text or diagnosis
+
+
+def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: dict | None = None) -> ClassStats:
+    """Statistics of a class from ``{submission: report dict}``; ``rows``: the gradebook's
+    rows (learners, final scores); ``loaded``: the submissions as read (misnamed files)."""
     by_id: dict[str, ExerciseStats] = {}
     totals, errors, max_total = [], 0, 0.0
-    for report in reports.values():
+    problems: dict[str, list[tuple[str, str]]] = {}
+    mistakes: Counter = Counter()
+    for name, report in sorted(reports.items()):
         totals.append(float(report.get("score", 0.0)))
         max_total = max(max_total, float(report.get("max_score", 0.0)))
         errors += bool(report.get("error"))
+        if report.get("error"):
+            why = str(report["error"]).splitlines()[0].split(":")[0]  # the reason, without the list after it
+            problems.setdefault(REFUSED, []).append((name, why[:100]))
+        statuses = {ex.get("status") for ex in report.get("exercises", [])}
+        feedback = " ".join(ex.get("feedback") or "" for ex in report.get("exercises", []))
+        if "timed out" in statuses:
+            problems.setdefault(TIMED_OUT, []).append((name, ""))
+        if not report.get("error") and "error" in statuses:
+            kind = IMPORT if "failed to import" in feedback else CRASHED
+            problems.setdefault(kind, []).append((name, ""))
         for ex in report.get("exercises", []):
             s = by_id.setdefault(ex["id"], ExerciseStats(ex["id"], float(ex.get("max_score", 0.0))))
             status = ex.get("status", "error")
@@ -64,6 +113,10 @@ def summarize(reports: dict[str, dict]) -> ClassStats:
             s.total_score += float(ex.get("score", 0.0))
             for diagnosis in {c.get("diagnosis") for c in ex.get("cases", []) if c.get("diagnosis")}:
                 s.mistakes[diagnosis] += 1
+                mistakes[(mistake(diagnosis), ex["id"])] += 1
+    for name, sub in sorted((loaded or {}).items()):
+        if getattr(sub, "misnamed", ()):
+            problems.setdefault(MISNAMED, []).append((name, "; ".join(sub.misnamed)))
     max_total = max_total or sum(s.max_score for s in by_id.values()) or 100.0
     width = max_total / BINS
     histogram = []
@@ -72,7 +125,15 @@ def summarize(reports: dict[str, dict]) -> ClassStats:
         last = i == BINS - 1
         histogram.append((lo, hi, sum(lo <= t < hi or (last and t == hi) for t in totals)))
     order = [e for e in POINTS if e in by_id] + sorted(set(by_id) - set(POINTS))
-    return ClassStats(len(reports), max_total, totals, histogram, [by_id[e] for e in order], errors)
+    handed = [r for r in rows or [] if r.get("report") is not None]
+    return ClassStats(len(rows) if rows is not None else len(reports), max_total, totals, histogram,
+                      [by_id[e] for e in order], errors, submissions=len(reports),
+                      graded_learners=len(handed) if rows is not None else len(reports),
+                      finals=[float(r["final"]) for r in handed] if rows is not None else list(totals),
+                      late=sum(r.get("status") == "late" and bool(r.get("late")) for r in handed),
+                      adjusted=sum(bool(r.get("adjustments")) for r in rows or []),
+                      problems=problems,
+                      mistakes=sorted(((m, e, k) for (m, e), k in mistakes.items()), key=lambda t: (-t[2], t[0])))
 
 
 def _share(k: int, n: int) -> str:
@@ -80,23 +141,48 @@ def _share(k: int, n: int) -> str:
 
 
 def _mistakes(s: ExerciseStats, n: int) -> str:
-    return "; ".join(f"{d} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
+    return "; ".join(f"{mistake(d)} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
 
 
-def to_markdown(stats: ClassStats) -> str:
-    n = stats.learners
+def _names(names: list[str], limit: int = 30) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
+    """``summary.md``; ``rename``: how a submission is named (``anonymous/``: a pseudonym, and
+    no file names)."""
+    n = stats.submissions
+    who = (f"{stats.learners} learners, {stats.graded_learners} with a submission "
+           f"({stats.learners - stats.graded_learners} without); {n} submissions"
+           + (f" (groups hand in one for several learners)" if stats.graded_learners > n else ""))
     lines = [
-        "# Class summary", "",
-        f"{n} learners; total out of {stats.max_total:g}: mean {stats.mean:.1f}, median {stats.median:.1f}"
-        + (f"; {stats.errors} submission(s) the grader could not grade" if stats.errors else "") + ".", "",
-        "## Totals", "", "| total | learners | |", "|---|---:|---|",
+        "# Class summary", "", who + ".", "",
+        f"Total out of {stats.max_total:g}, per submission as graded: mean {stats.mean:.2f}, "
+        f"median {stats.median:.2f}.",
+        f"Per learner with a submission, after late penalties ({stats.late} learners) and adjustments "
+        f"({stats.adjusted} learners): mean {stats.mean_final:.2f}.", "",
     ]
+    lines += ["## What went wrong", ""]
+    if stats.problems:
+        for kind in (REFUSED, TIMED_OUT, IMPORT, CRASHED, MISNAMED):
+            if kind in stats.problems:
+                names = [rename(x) + (f" ({d})" if d and rename(x) == x else "") for x, d in stats.problems[kind]]
+                lines.append(f"- {sentence(kind)}: {len(names)} of {n} submissions: {_names(names)}")
+    else:
+        lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
+    lines += ["", "## Common mistakes, most common first (what to re-teach)", ""]
+    if stats.mistakes:
+        lines += [f"{i}. {sentence(m)} (`{e}`): {k} of {n} submissions"
+                  for i, (m, e, k) in enumerate(stats.mistakes, 1)]
+    else:
+        lines.append("No known mistake was recognised.")
+    lines += ["", "## Totals (per submission, as graded)", "", "| total | submissions | |", "|---|---:|---|"]
     peak = max((k for *_, k in stats.histogram), default=0) or 1
     for i, (lo, hi, k) in enumerate(stats.histogram):
         bracket = "]" if i == len(stats.histogram) - 1 else ")"
         lines.append(f"| [{lo:g}, {hi:g}{bracket} | {k} | {'#' * round(20 * k / peak)} |")
-    lines += ["", "## Exercises", "",
-              "| exercise | points | passed | attempted | mean score | most common diagnosed mistakes |",
+    lines += ["", "## Exercises (shares of the submissions)", "",
+              "| exercise | points | passed | attempted | mean score | most common mistakes |",
               "|---|---:|---:|---:|---:|---|"]
     for s in stats.exercises:
         lines.append(f"| `{s.id}` | {s.max_score:g} | {_share(s.passed, n)} | {_share(s.attempted, n)} "
@@ -104,14 +190,18 @@ def to_markdown(stats: ClassStats) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def to_table(stats: ClassStats):
     from rich.table import Table
 
-    n = stats.learners
-    table = Table(title=f"Class summary: {n} learners, mean {stats.mean:.1f} / {stats.max_total:g}, "
-                        f"median {stats.median:.1f}")
+    n = stats.submissions
+    table = Table(title=f"Class summary: {stats.learners} learners, {n} submissions, mean {stats.mean:.1f} / "
+                        f"{stats.max_total:g} as graded, {stats.mean_final:.1f} after penalties and adjustments")
     columns = (("exercise", "left"), ("points", "right"), ("passed", "right"), ("attempted", "right"),
-               ("mean", "right"), ("most common diagnosed mistakes", "left"))
+               ("mean", "right"), ("most common mistakes", "left"))
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for s in stats.exercises:
@@ -127,21 +217,21 @@ def plot(stats: ClassStats, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = stats.learners
+    n = stats.submissions
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, max(3.5, 0.35 * len(stats.exercises) + 1.5)),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
     width = stats.max_total / len(stats.histogram)
     left.bar([lo for lo, _, _ in stats.histogram], [k for *_, k in stats.histogram], width=width,
              align="edge", color="#4c72b0", edgecolor="white")
-    left.set(xlabel=f"total (out of {stats.max_total:g})", ylabel="learners", xlim=(0, stats.max_total),
-             title=f"Totals of {n} learners (mean {stats.mean:.1f})")
+    left.set(xlabel=f"total (out of {stats.max_total:g})", ylabel="submissions", xlim=(0, stats.max_total),
+             title=f"Totals of {n} submissions (mean {stats.mean:.1f})")
     left.yaxis.get_major_locator().set_params(integer=True)
     ids = [s.id for s in stats.exercises][::-1]
     passed = [100 * s.passed / n if n else 0 for s in stats.exercises][::-1]
     attempted = [100 * s.attempted / n if n else 0 for s in stats.exercises][::-1]
     right.barh(ids, attempted, color="#dddddd", label="attempted")
     right.barh(ids, passed, color="#55a868", label="passed")
-    right.set(xlim=(0, 100), xlabel="% of learners")
+    right.set(xlim=(0, 100), xlabel="% of submissions")
     right.set_title("Per exercise", loc="left")
     # Above the bars, never over them.
     right.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize="small", frameon=False)

@@ -1,0 +1,123 @@
+"""What a batch's output folder remembers of its last run, so that a run never replaces a
+class's files with ones that lost information without saying so.
+
+* ``class.json``: how many learners the last run graded (had a submission), of how many.
+  A run that would grade fewer (a damaged download, the wrong folder, a roster that no longer
+  matches the submissions) is refused before it writes anything: exit status 2, one line
+  with both counts, every earlier file byte-identical. ``--allow-fewer`` replaces them.
+* Files of learners this run does not have (feedback and reports of an earlier roster, or of
+  submissions no longer in the class folder) are moved to ``stale/``, never left beside the
+  current ones to be handed out, and the run says how many and where.
+* ``history.csv``: every final score a run changed (a late submission, a regrade, an
+  extension, an adjustment), with when, before and after: what the gradebook in Canvas may
+  still hold from an earlier import.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+from . import files
+from .intake import BatchError
+
+RECORD = "class.json"
+STALE = "stale"
+HISTORY = "history.csv"
+
+
+def graded_learners(ready) -> int:
+    """Learners with a submission in this run (a group's members each count)."""
+    return len({ready.owner[who.id] for people in ready.claims.values() for who in people})
+
+
+def _previous(out: Path) -> tuple[int, str] | None:
+    """(learners graded by OUT's last run, where that comes from), or None for a new folder."""
+    try:
+        return int(json.loads((out / RECORD).read_text())["graded_learners"]), str(out / RECORD)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:  # a folder written before class.json existed: its gradebook says it
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            return sum(row.get("status") != "no submission" for row in csv.DictReader(f)), str(out / "grades.csv")
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def check_loss(out: Path, ready, allow_fewer: bool) -> None:
+    """BatchError when this run would grade fewer learners than OUT's last one."""
+    previous = _previous(Path(out))
+    now = graded_learners(ready)
+    if previous is None or allow_fewer or now >= previous[0]:
+        return
+    raise BatchError(f"{out} holds the grades of {previous[0]} learners with a submission ({previous[1]}); this "
+                     f"run finds {now}: nothing was written, so as not to replace them. Check the class folder and "
+                     "the roster, write into another --out, or pass --allow-fewer to replace them")
+
+
+def record(out: Path, ready) -> None:
+    files.write_json(Path(out) / RECORD, {"graded_learners": graded_learners(ready), "learners": len(ready.people),
+                                          "submissions": len(ready.submissions)})
+
+
+def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str]:
+    """Move the feedback and reports of learners not in this run to ``stale/``; say so."""
+    from .classfiles import _file_name
+
+    out = Path(out)
+    keep = {"feedback": {_file_name(r["id"]) + ext for r in rows for ext in (".md", ".html")},
+            "reports": {f"{name}.json" for name in submissions}}
+    moved = []
+    for folder, names in keep.items():
+        try:
+            present = sorted(os.listdir(out / folder))
+        except OSError:
+            continue
+        for name in present:
+            if name.startswith(".") or name in names or not (out / folder / name).is_file():
+                continue
+            target = out / STALE / folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(out / folder / name, target)
+            moved.append(f"{folder}/{name}")
+    if moved:
+        shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
+        warn(f"{len(moved)} file(s) of learners not in this run moved to {out / STALE}: {shown}")
+    return moved
+
+
+def log_changes(out: Path, rows: list[dict], warn) -> int:
+    """Append to ``history.csv`` each learner whose final score differs from the one in OUT's
+    ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
+    from datetime import datetime, timezone
+
+    from .gradebook import points
+
+    out = Path(out)
+    try:
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            before = {row["learner"]: row.get("final", "") for row in csv.DictReader(f)}
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError):
+        return 0
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    changed = [(r["id"], before.get(r["id"], ""), points(r["final"]), r["status"]) for r in rows
+               if before.get(r["id"]) != points(r["final"])]
+    if not changed:
+        return 0
+    import io
+
+    text = io.StringIO()
+    w = csv.writer(text)
+    if not (out / HISTORY).exists():
+        w.writerow(["when", "learner", "final_before", "final_after", "status"])
+    for learner, old, new, status in changed:
+        w.writerow([when, learner, old, new, status])
+    with open(out / HISTORY, "a", encoding="utf-8", newline="") as f:
+        f.write(text.getvalue())
+        f.flush()
+        os.fsync(f.fileno())
+    warn(f"{len(changed)} final score(s) changed since the last run (listed in {out / HISTORY}): "
+         + ", ".join(f"{x} {o or '-'} -> {n}" for x, o, n, _ in changed[:5])
+         + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
+    return len(changed)

@@ -1,0 +1,353 @@
+"""A gradebook an instructor can act on without checking it by hand: the shown parts add up
+to the shown total in every file, one id per learner in every file, misnamed files taken or
+named, stale files moved aside, a run that would lose learners refused, late wording that
+matches the penalty, and extensions and adjustments that survive a rerun.
+
+A class is a Gradescope export with a Canvas roster (tests/classbuild.py); grading is the
+planted stand-in (each exercise's score written in the learner's code), so every number
+expected here is known exactly.
+"""
+import csv
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+from classbuild import Entry, Person, canvas_roster, planted, planted_grade, write_export
+
+from autograder.classroom import batch, gradebook
+from autograder.submission import load
+from test_batch import BODY
+
+DEADLINE = datetime(2026, 3, 1, 23, 59, tzinfo=timezone.utc)
+ADA = Person("Lovelace, Ada", "11", "0100", "ada", "ada@example.edu")
+BOB = Person("Babbage, Bob", "12", "0200", "bob", "bob@example.edu")
+CY = Person("Curie, Cy", "13", "0250", "cy", "Cy@Example.edu")
+DEE = Person("Dalton, Dee", "14", "0300", "dee", "dee@example.edu")
+THIRD = 10 / 3  # an exercise score whose rounding the total must not round again
+
+
+def _entries():
+    return [
+        Entry("submission_1", [ADA], DEADLINE - timedelta(hours=1),
+              {"attention.py": planted({"softmax": THIRD, "scaled_dot_product_attention": THIRD})
+               + BODY.replace("import numpy as np\n", ""),
+               "heads.py": planted({"split_heads": THIRD})}),
+        # a group of two, 5 minutes late
+        Entry("submission_2", [BOB, CY], DEADLINE + timedelta(minutes=5),
+              {"hw/attention.py": planted({"softmax": 5, "scaled_dot_product_attention": 7.995})}),
+        # misnamed files: Attention.py and "heads (1).py" are taken; 3 days late
+        Entry("submission_3", [DEE], DEADLINE + timedelta(days=2, hours=3),
+              {"Attention.py": planted({"softmax": 1.005, "scaled_dot_product_attention": 8})
+               + BODY.replace("import numpy as np\n", ""),
+               "heads (1).py": planted({"split_heads": 4})}),
+    ]
+
+
+def _class(tmp_path, entries=None, people=(ADA, BOB, CY, DEE)):
+    download = write_export(tmp_path / "download", entries or _entries())
+    roster = tmp_path / "roster.csv"
+    roster.write_text(canvas_roster(list(people)))
+    return download, roster
+
+
+def _run(tmp_path, monkeypatch, capsys, download, *options):
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: planted_grade)
+    out = tmp_path / "out"
+    status = batch.main([str(download), "--out", str(out), "--jobs", "2", "--quiet", "--unconfined",
+                         "--deadline", DEADLINE.isoformat(), "--late-penalty", "10", *options])
+    return status, out, capsys.readouterr().err
+
+
+def _grades(out):
+    with open(out / "grades.csv", newline="") as f:
+        return {row["learner"]: row for row in csv.DictReader(f)}
+
+
+def _canvas(out):
+    with open(out / "canvas.csv", newline="") as f:
+        return {row["SIS Login ID"]: row for row in list(csv.DictReader(f))[1:]}
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+def _feedback_numbers(text):
+    """(exercise points shown, total shown, score shown) of a feedback file."""
+    parts = [Decimal(m) for m in re.findall(r"^\| `\w+` \| ([\d.]+)/", text, re.M)]
+    total = Decimal(re.search(r"^\| \*\*total\*\* \| \*\*([\d.]+)/", text, re.M).group(1))
+    score = Decimal(re.search(r"\*\*Score: ([\d.]+)", text).group(1))
+    return parts, total, score
+
+
+def test_the_shown_parts_add_up_to_the_shown_total_in_every_file(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, err
+    grades, canvas = _grades(out), _canvas(out)
+    columns = ["softmax", "scaled_dot_product_attention", "split_heads"]
+    for learner, row in grades.items():
+        assert sum(Decimal(row[c]) for c in columns) == Decimal(row["total"]), row
+        # Canvas shows the final as grades.csv does, on time or late alike
+        assert canvas[learner]["Multi-head attention"] == row["final"]
+        parts, total, score = _feedback_numbers((out / "feedback" / f"{learner}.md").read_text())
+        assert sum(parts) == total == Decimal(row["total"]) and score == Decimal(row["final"])
+    # 3 x 3.333...: the parts show 3.33 each, so the total is 9.99, not 10
+    assert grades["ada"]["total"] == "9.99" and grades["ada"]["final"] == "9.99"
+    # half up from the printed number (1.005 -> 1.01, not binary rounding's 1.0); late: 2 days 3 hours, -30%
+    assert grades["dee"]["softmax"] == "1.01" and grades["dee"]["total"] == "13.01"
+    assert grades["dee"]["final"] == "9.11"  # 13.01 * 0.7 = 9.107
+    assert grades["bob"]["scaled_dot_product_attention"] == "8" and grades["bob"]["final"] == "11.7"
+
+
+def test_one_id_per_learner_in_every_file(tmp_path, monkeypatch, capsys):
+    entries = _entries()
+    entries[2].files["attention.py"] = entries[0].files["attention.py"]  # Dee hands in Ada's code
+    download, roster = _class(tmp_path, entries)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--similarity")
+    assert status == 0, err
+    grades = _grades(out)
+    assert sorted(grades) == ["ada", "bob", "cy", "dee"]
+    # the roster's id, with the id the submission came with beside it
+    assert grades["ada"]["submitted_as"] == "0100" and grades["bob"]["submitted_as"] == "0200+0250"
+    assert set(_canvas(out)) == set(grades)
+    assert sorted(p.name for p in (out / "reports").iterdir()) == ["ada.json", "bob+cy.json", "dee.json"]
+    for name in ("ada", "bob+cy", "dee"):
+        report = json.loads((out / "reports" / f"{name}.json").read_text())
+        assert report["learner"] == name
+    assert sorted(p.stem for p in (out / "feedback").glob("*.md")) == ["ada", "bob", "cy", "dee"]
+    assert "feedback for cy" in (out / "feedback" / "cy.md").read_text()
+    similar = (out / "similarity.md").read_text() + (out / "similarity.csv").read_text()
+    assert "ada" in similar and "dee" in similar
+    for sid in ("0100", "0200", "0250", "0300"):  # no Gradescope sid names anyone anywhere
+        for f in [out / "similarity.md", out / "similarity.csv", out / "summary.md"]:
+            assert sid not in f.read_text(), (sid, f)
+
+
+def test_a_stranger_keeps_their_own_id_and_is_named_in_the_warning(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and "not on the roster, graded but left out of canvas.csv: 0300" in err
+    assert _grades(out)["0300"]["submitted_as"] == "0300" and "dee" not in _canvas(out)
+
+
+def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, monkeypatch, capsys):
+    entries = _entries()
+    entries[0].files["heads.py"] = ""
+    entries[0].files.pop("heads.py")
+    entries[0].files["haeds.py"] = planted({"split_heads": 4})  # a close spelling: named, not taken
+    download, roster = _class(tmp_path, entries)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--anonymize")
+    assert status == 0, err
+    grades = _grades(out)
+    assert grades["dee"]["split_heads"] == "4" and grades["dee"]["softmax"] == "1.01"  # taken
+    assert grades["ada"]["split_heads"] == "0"  # not taken
+    dee = (out / "feedback" / "dee.md").read_text()
+    assert "attention.py (Attention.py, misnamed: graded as this module)" in dee
+    assert "heads.py (heads (1).py, misnamed: graded as this module)" in dee
+    ada = (out / "feedback" / "ada.md").read_text()
+    assert "haeds.py (not graded: did you mean heads.py? Name it exactly so)" in ada
+    summary = (out / "summary.md").read_text()
+    line = next(x for x in summary.splitlines() if x.startswith("- Misnamed files"))
+    assert "2 of 3 submissions" in line and "ada (haeds.py: did you mean heads.py?)" in line
+    assert "dee (Attention.py taken as attention.py; heads (1).py taken as heads.py)" in line
+    assert "misnamed files in 2 submission(s), taken or named in a \"did you mean\" in their feedback " \
+           "(listed in summary.md): ada, dee" in err
+    anonymous = (out / "anonymous" / "summary.md").read_text()
+    assert "Misnamed files" in anonymous and "learner-" in anonymous
+    assert not re.search(r"\b(ada|dee|0100|0300)\b", anonymous)
+
+
+@pytest.mark.parametrize("name, module, taken", [
+    ("Attention.py", "attention", True), ("heads (1).py", "heads", True), ("heads-1.py", "heads", True),
+    ("masking copy.py", "masking", True), ("Attention (2).PY", "attention", True), ("atention.py", "attention", False),
+    ("utils.py", None, False), ("test_attention.py", None, False)])
+def test_a_file_named_like_a_module(tmp_path, name, module, taken):
+    (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "layer.py").write_text("y = 2\n")
+    sub = load(tmp_path)
+    if taken:
+        assert sub.sources[module] == "x = 1\n" and sub.misnamed == (f"{name} taken as {module}.py",)
+    else:
+        assert set(sub.sources) == {"layer"}
+        assert sub.misnamed == ((f"{name}: did you mean {module}.py?",) if module else ())
+
+
+def test_a_misnamed_copy_never_replaces_the_rightly_named_file(tmp_path):
+    (tmp_path / "attention.py").write_text("right = 1\n")
+    (tmp_path / "attention (1).py").write_text("copy = 1\n")
+    sub = load(tmp_path)
+    assert sub.sources["attention"] == "right = 1\n" and sub.misnamed == ()
+    assert any("attention (1).py (named like attention.py" in i for i in sub.ignored)
+
+
+def test_a_run_that_would_grade_fewer_learners_is_refused_and_files_of_others_move_aside(tmp_path, monkeypatch,
+                                                                                          capsys):
+    download, roster = _class(tmp_path)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download)  # no roster: named by sid
+    assert status == 0 and sorted(_grades(out)) == ["0100", "0200", "0250", "0300"], err
+    # the same class with the roster: the same learners under the roster's ids; the sids' files move aside
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, err
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == [
+        f"{x}.{e}" for x in ("ada", "bob", "cy", "dee") for e in ("html", "md")]
+    assert sorted(p.name for p in (out / "stale" / "feedback").iterdir()) == [
+        f"{x}.{e}" for x in ("0100", "0200", "0250", "0300") for e in ("html", "md")]
+    assert sorted(p.name for p in (out / "reports").iterdir()) == ["ada.json", "bob+cy.json", "dee.json"]
+    assert "11 file(s) of learners not in this run moved to" in err and str(out / "stale") in err
+    # Dee's submission is gone from the download: 3 learners with a submission where there were 4
+    before = _snapshot(out)
+    metadata = download / "assignment_8046601_export" / "submission_metadata.yml"
+    write_export(tmp_path / "smaller", _entries()[:2])
+    import shutil
+    shutil.rmtree(download / "assignment_8046601_export" / "submission_3")
+    metadata.write_text((tmp_path / "smaller" / "assignment_8046601_export" / "submission_metadata.yml").read_text())
+    status, _, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert "holds the grades of 4 learners with a submission" in err and "this run finds 3" in err
+    assert _snapshot(out) == before
+    status, _, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--allow-fewer")
+    assert status == 0 and _grades(out)["dee"]["status"] == "no submission"
+    assert (out / "stale" / "reports" / "dee.json").exists()
+
+
+@pytest.mark.parametrize("late, words", [
+    (timedelta(minutes=5), "5 minutes late: -10% (1 started day)"),
+    (timedelta(seconds=20), "less than a minute late: -10% (1 started day)"),
+    (timedelta(days=1, seconds=30), "1 day 1 minute late: -20% (2 started days)"),
+    (timedelta(days=1, hours=12), "1 day 12 hours late: -20% (2 started days)"),
+    (timedelta(days=3, hours=2), "3 days 2 hours late, after the 3-day cutoff: 0 points"),
+])
+def test_late_wording_matches_the_penalty(late, words):
+    policy = gradebook.LatePolicy(DEADLINE, 10, 3)
+    final, days, why = policy.apply(9.99, DEADLINE + late)
+    assert why == words and days == pytest.approx(late.total_seconds() / 86400)
+    percent = 100 if "cutoff" in words else int(re.search(r"-(\d+)%", words).group(1))
+    assert final == round(9.99 * (100 - percent) / 100, 2)
+
+
+def test_an_extension_and_an_adjustment_survive_a_rerun(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    extensions, adjustments = tmp_path / "extensions.csv", tmp_path / "adjustments.csv"
+    extensions.write_text("learner,deadline\n0300,2026-03-04T23:59:00Z\n")  # Dee by her sid: 3 more days
+    adjustments.write_text("learner,exercise,points,reason\n"
+                           "ada@example.edu,total,2,extra credit: found a typo in the notes\n"
+                           "bob,scaled_dot_product_attention,-3,\"the scale was copied, not derived\"\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--extensions", str(extensions), "--adjustments", str(adjustments))
+    assert status == 0, err
+    grades = _grades(out)
+    assert grades["dee"]["status"] == "graded" and grades["dee"]["final"] == "13.01"
+    assert grades["dee"]["late_penalty"] == "extended deadline 2026-03-04T23:59+00:00"
+    assert grades["ada"]["total"] == "9.99" and grades["ada"]["adjustment"] == "2" and grades["ada"]["final"] == "11.99"
+    # an exercise's adjustment changes that exercise, before the late penalty (5 minutes: -10%)
+    assert grades["bob"]["scaled_dot_product_attention"] == "5" and grades["bob"]["total"] == "10"
+    assert grades["bob"]["final"] == "9" and grades["cy"]["final"] == "11.7"  # Cy's row is hers: no adjustment
+    ada = (out / "feedback" / "ada.md").read_text()
+    assert "**Score: 11.99 / 17** (graded 9.99; adjusted +2)" in ada
+    assert "- +2 points on the total: extra credit: found a typo in the notes" in ada
+    bob = (out / "feedback" / "bob.md").read_text()
+    assert "- -3 points on `scaled_dot_product_attention`: the scale was copied, not derived" in bob
+    assert "| `scaled_dot_product_attention` | 5/8 | partial (graded 8, adjusted -3) |" in bob
+    first = (out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes(), ada
+    # rerun without the options: the copies kept in OUT apply, and the run says so
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--force")
+    assert status == 0 and "adjustments: 2 kept from the last run" in err and "extensions: 1 kept" in err
+    assert ((out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes(),
+            (out / "feedback" / "ada.md").read_text()) == first
+    summary = (out / "summary.md").read_text()
+    assert "adjustments (2 learners)" in summary
+
+
+@pytest.mark.parametrize("text, why", [
+    ("learner,exercise,points,reason\nzed,total,1,x\n", "adjustments.csv, line 2: zed is not a learner of this class"),
+    ("learner,exercise,points,reason\nada,softmaxx,1,x\n", "line 2: softmaxx is neither an exercise id nor 'total'"),
+    ("learner,exercise,points,reason\nada,total,lots,x\n", "line 2: points 'lots' is not a number"),
+    ("learner,exercise,points,reason\nada,total,1,\n", "line 2: no reason"),
+    ("learner,points\nada,1\n", "no column exercise, reason"),
+])
+def test_a_bad_adjustments_file_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, text, why):
+    download, roster = _class(tmp_path)
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text(text)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 2 and why in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_summary_counts_learners_and_submissions_apart_and_names_mistakes(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, Person("Eve, Eve", "15", "0400", "eve", "e@x")))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, err
+    summary = (out / "summary.md").read_text()
+    assert "5 learners, 4 with a submission (1 without); 3 submissions" in summary
+    # before penalties: (9.99 + 12.995 + 13.005) / 3 = 12.00; after, per learner: (9.99 + 11.7 + 11.7 + 9.11) / 4
+    assert "mean 12.00" in summary and "mean 10.62" in summary
+    assert "1. Softmax without subtracting the max first (`softmax`): 2 of 3 submissions" in summary
+
+
+def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
+    from autograder.classroom import feedback
+
+    said = ("The mask is wrong at 3 of 16 entries, first at index (0, 1): got True, expected False (in 2 of 3 "
+            "failing cases). Out differs from the reference at 2 of 4 entries; the largest error is 0.1 at index "
+            "(1,) (got 0.31, expected 0.29; tolerance rtol=1e-05, atol=1e-08). Out has NaN at 1 of 4 entries, "
+            "first at index (0,) (expected 0.5).")
+    report = {"score": 0.0, "max_score": 4.0, "exercises": [
+        {"id": "causal_mask", "status": "failed", "score": 0.0, "max_score": 4.0, "feedback": said, "cases": []}]}
+    row = {"parts": {"causal_mask": 0.0}, "score": 0.0, "final": 0.0, "late": "", "adjustments": []}
+    text = feedback.to_markdown("ada", report, row, "HW")
+    for value in ("True", "False", "0.31", "0.29", "0.5", "expected"):
+        assert value not in text
+    assert "first at index (0, 1) (in 2 of 3 failing cases)." in text and "at index (1,)." in text
+
+
+def test_an_exercise_adjustment_stops_at_the_exercise_maximum_and_says_so(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, Person("Eve, Eve", "15", "0400", "eve", "e@x")))
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text("learner,exercise,points,reason\nada,softmax,5,regraded\neve,softmax,2,emailed\n"
+                           "eve,total,-1,late quiz\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 0, err
+    grades = _grades(out)
+    assert grades["ada"]["softmax"] == "5" and grades["ada"]["total"] == "11.66"  # 3.33 + 1.67, not + 5
+    ada = (out / "feedback" / "ada.md").read_text()
+    assert "- +5 points on `softmax` (an exercise's points stay between 0 and its maximum: +1.67): regraded" in ada
+    eve = (out / "feedback" / "eve.md").read_text()
+    assert grades["eve"]["final"] == "0" and "**Score: 0 / 17** (adjusted -1)" in eve  # never below 0
+    assert "on `softmax` (no submission: nothing to adjust there): emailed" in eve
+
+
+@pytest.mark.parametrize("diagnosis, name", [
+    ("your output matches softmax without subtracting the max first (exp overflows to inf, then inf/inf = NaN, "
+     "at logits of 1e4)", "softmax without subtracting the max first"),
+    ("your output matches attention scaled by 1/d_k instead of 1/sqrt(d_k)", "attention scaled by 1/d_k instead of "
+                                                                              "1/sqrt(d_k)"),
+    ("your mask is off by one: it hides the diagonal (j < i); a query may see its own key", "mask is off by one"),
+    ("your cache concatenates on the head axis (dim=1): the sequence axis is dim=-2",
+     "cache concatenates on the head axis (dim=1)"),
+])
+def test_a_diagnosis_is_named_as_the_mistake(diagnosis, name):
+    from autograder.classroom.summary import mistake
+
+    assert mistake(diagnosis) == name
+
+
+def test_every_final_score_a_run_changes_is_in_the_history(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and not (out / "history.csv").exists()  # a first run changes nothing
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text("learner,exercise,points,reason\nada,total,2,extra credit\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 0 and "1 final score(s) changed since the last run" in err and "ada 9.99 -> 11.99" in err
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and "changed since the last run" not in err  # the kept adjustment changes nothing
+    with open(out / "history.csv", newline="") as f:
+        history = list(csv.DictReader(f))
+    assert [(h["learner"], h["final_before"], h["final_after"]) for h in history] == [("ada", "9.99", "11.99")]
