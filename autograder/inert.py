@@ -59,7 +59,10 @@ def excerpt(text, limit: int) -> str:
 
 
 # Characters with a meaning in Markdown (CommonMark) or in the HTML it may carry.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+# Escaped wherever learner text sits inside a line: what opens emphasis, code, a link or an
+# image, a table cell or raw HTML there. Line-start syntax (#, -, +, 1.) needs no escape, as
+# the text never starts a line, and a "(" makes no link without the "]" before it.
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]!|~])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
 

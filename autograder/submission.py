@@ -137,7 +137,8 @@ def load(path: str | Path, seconds: float | None = None) -> Submission:
     except limited.Refused as err:
         raise SubmissionError(f"the grader refused this submission: {err}") from None
     try:
-        return Submission(data["path"], dict(data["sources"]), tuple(data["taken"]), tuple(data["ignored"]))
+        return Submission(data["path"], dict(data["sources"]), tuple(data["taken"]), tuple(data["ignored"]),
+                          tuple(data["misnamed"]))
     except (KeyError, TypeError, ValueError):
         raise SubmissionError("the grader refused this submission: reading it gave a malformed answer") from None
 
@@ -166,7 +167,8 @@ def _only_modules(top: Path) -> bool:
 
 def _load_data(path: str) -> dict:
     s = read(path)
-    return {"path": s.path, "sources": s.sources, "taken": list(s.taken), "ignored": list(s.ignored)}
+    return {"path": s.path, "sources": s.sources, "taken": list(s.taken), "ignored": list(s.ignored),
+            "misnamed": list(s.misnamed)}
 
 
 def read(path: str | Path) -> Submission:

@@ -176,8 +176,6 @@ def test_check_verdict_and_classroom_writers_inherit_it(hostile_run):
     assert len(rows) == 2 and all(line.replace("\\|", "").count("|") == 5 for line in rows)
 
 
-@pytest.mark.xfail(strict=True, reason="classroom/feedback.py does not escape Markdown in learner text yet: its "
-                                       "_cell should pass each finding through inert.markdown (issue 27, item 4)")
 def test_feedback_html_holds_no_link_or_image_of_the_learner(hostile_run):
     from autograder.classroom import feedback
 

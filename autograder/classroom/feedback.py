@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 
+from ..inert import markdown
 from .controls import signed
 from .gradebook import points
 
@@ -40,12 +41,12 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
     lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
               + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
-        lines += [f"The grader could not grade this submission: {_cell(report['error'].splitlines()[0])}", ""]
+        lines += [f"The grader could not grade this submission: {markdown(report['error'].splitlines()[0])}", ""]
     intake = report.get("intake") or {}
     if intake.get("taken"):
-        lines += ["Graded from: " + "; ".join(intake["taken"]) + "."]
+        lines += ["Graded from: " + "; ".join(map(markdown, intake["taken"])) + "."]
         if intake.get("ignored"):
-            lines += ["", "Not graded: " + "; ".join(intake["ignored"]) + "."]
+            lines += ["", "Not graded: " + "; ".join(map(markdown, intake["ignored"])) + "."]
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
     changes = {}  # exercise -> points the instructor's adjustments changed it by
@@ -56,7 +57,7 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         status = ex["status"] + (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
                                  if changes.get(ex["id"]) else "")
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
-                     f"| {status} | {_cell('<br>'.join(_findings(ex))) or '-'} |")
+                     f"| {status} | {'<br>'.join(markdown(f) for f in _findings(ex)) or '-'} |")
     lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
     lines += [""] + _adjustments(adjustments, row)
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
