@@ -73,3 +73,16 @@ def markdown(text) -> str:
     text = inert(" ".join(str(text).split()))
     text = _MARKDOWN.sub(r"\\\1", text)
     return "".join(_HTML.get(c, c) for c in text)
+
+
+def spreadsheet(text) -> str:
+    """Inert ``text`` for a CSV cell that a spreadsheet opens: a cell starting with ``= + - @``
+    (or a tab or carriage return before one) is a formula to Excel, LibreOffice and Google
+    Sheets, so it gains a leading ``'`` (OWASP's advice on CSV injection), and control
+    characters are escaped. A number is left as it is."""
+    text = inert(str(text))
+    try:
+        float(text)
+        return text
+    except ValueError:
+        return "'" + text if text[:1] in ("=", "+", "-", "@") else text

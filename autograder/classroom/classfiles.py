@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..inert import spreadsheet
 from ..scoring import round_points, shown_total
 from ..spec import POINTS
 from . import controls, files, gradebook
@@ -86,10 +87,11 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -
         report = row["report"] or {}
         error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
         said = "; ".join(f"{a.exercise} {controls.signed(a.points)}: {a.reason}" for a in row["adjustments"])
-        w.writerow([rename(row["id"]), rename(row["submitted_as"]) if row["submitted_as"] else "",
+        w.writerow([spreadsheet(rename(row["id"])),
+                    spreadsheet(rename(row["submitted_as"])) if row["submitted_as"] else "",
                     *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]), row["late"],
                     points(row["adjusted"]), points(row["final"]), points(_max_total(reports)), row["status"],
-                    row["submitted"], said, error])
+                    row["submitted"], spreadsheet(said), spreadsheet(error)])
     return f.getvalue()
 
 
