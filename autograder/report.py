@@ -99,13 +99,42 @@ def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
     return "\n".join(lines)
 
 
+# Below this many columns the table's feedback column is too narrow for words such as
+# `mha_exercises/attention.py` (rich folds them mid-word): one block per exercise instead.
+WIDE = 110
+
+
+def print_rows(report: Report, console) -> None:
+    """The table's content for a narrow terminal: a line per exercise (id, score, status), then its
+    feedback below it, indented and wrapped between words only."""
+    import textwrap
+
+    from rich.text import Text
+
+    console.print(f"mha-grade: {report.submission}", soft_wrap=True)
+    name_width = max([len(r.id) for r in report.exercises] + [len("total")])
+    width = max(console.width - 4, 20)
+    for r in report.exercises:
+        line = Text(f"{r.id:<{name_width}}  {_points(r.score) + '/' + _points(r.max_score):>8}  ")
+        line.append(r.status, style=STYLE.get(r.status, ""))
+        console.print(line, soft_wrap=True)
+        for paragraph in feedback(r).splitlines():
+            for row in textwrap.wrap(paragraph, width, break_long_words=False, break_on_hyphens=False):
+                console.print("    " + row, soft_wrap=True, markup=False, highlight=False)
+    total = f"{_points(report.score)}/{_points(report.max_score)}"
+    console.print(Text(f"{'total':<{name_width}}  {total:>8}", style="bold"), soft_wrap=True)
+
+
 def print_table(report: Report, console=None) -> None:
     from rich.console import Console
 
     from rich.text import Text
 
     console = console or Console()
-    console.print(table(report))
+    if console.width < WIDE:
+        print_rows(report, console)
+    else:
+        console.print(table(report))
     if report.intake.get("taken"):
         console.print(Text("graded: " + "; ".join(map(inert, report.intake["taken"]))))
     if report.intake.get("ignored"):

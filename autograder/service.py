@@ -211,6 +211,37 @@ def grade(exercise: str, sources: dict[str, str], path: str, time_limit: float |
     raise AssertionError("unreachable")
 
 
+def start() -> None:
+    """Start this kernel's service in the background, if it is not up yet, and return at once.
+
+    A chapter's set-up cell calls it (through ``mha_exercises.check.warm_up``): the service
+    then pays its imports while the learner reads, and the first ``check()`` finds it warm.
+    A failure here is silent; ``grade`` starts the service again and says what went wrong.
+    """
+    threading.Thread(target=_start, name="mha-grader-start", daemon=True).start()
+
+
+def _start() -> None:
+    global _SERVICE
+    try:
+        kind = grader_kind()
+        if kind is None:
+            return
+        from .practice import mode
+
+        learner_side = mode()
+        with _LOCK:
+            service = _SERVICE
+            if (service is not None and service.alive() and service.kind == kind
+                    and service.learner_side == learner_side):
+                return
+            if service is not None:
+                service.close()
+            _SERVICE = _Handle(kind, learner_side)
+    except Exception:  # noqa: BLE001  the first check starts it and reports the cause
+        return
+
+
 def stop() -> None:
     """Stop this kernel's service (the next check starts a fresh one)."""
     global _SERVICE
@@ -259,6 +290,7 @@ class _Grader:
 
             self.selfcheck = selfcheck
         self.warm = iter(self.exercises.values()) if kind == "grade" else iter(())
+        self.rehearsed = kind != "grade"
 
     def grade(self, request: dict) -> dict:
         from .submission import MAX_SOURCE, MODULES, Submission
@@ -287,6 +319,10 @@ class _Grader:
     def idle(self) -> bool:
         """One exercise's cases and reference outputs, ahead of its first check; False when
         there is nothing left to warm."""
+        if not self.rehearsed:  # once: a first check pays no lazy import, on either side of the box
+            self.rehearsed = True
+            self._rehearse()
+            return True
         exercise = next(self.warm, None)
         if exercise is None:
             return False
@@ -294,6 +330,20 @@ class _Grader:
 
         cache.warm(exercise, 0, self.runner.exercise_cases(exercise, 0))
         return True
+
+    def _rehearse(self) -> None:
+        """Grade the reference ``softmax`` once, as a check would, and drop the report: the
+        grader's lazily imported modules and the confined child's path are then warm when the
+        learner's first check arrives (the set-up cell starts the service ahead of it)."""
+        import importlib.util
+
+        from .submission import load
+
+        try:
+            folder = next(iter(importlib.util.find_spec("solutions").submodule_search_locations))
+            self.runner.grade_submission(load(folder), exercises=["softmax"], zygote=self.zygote)
+        except Exception:  # noqa: BLE001  a rehearsal only: the real check reports any problem
+            pass
 
     def close(self) -> None:
         self.zygote.close()

@@ -50,6 +50,17 @@ def check(exercise, *, time_limit: float | None = None) -> None:
         print(_wrap(line, "   ", "     "))
 
 
+def warm_up() -> None:
+    """Start the grader in the background (a chapter's set-up cell calls this), so that the
+    first ``check()`` a few seconds later answers as fast as every later one. Returns at once;
+    does nothing where the grader is not installed."""
+    if importlib.util.find_spec("autograder") is None:
+        return
+    from autograder import service, submission  # noqa: F401  check()'s imports, paid now
+
+    service.start()
+
+
 def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict) -> list[str]:
     """What the learner should know about the code this kernel runs vs the files just graded:
     older functions in the exercise's module or the modules it imports, a function passed
@@ -99,7 +110,10 @@ def verdict(report: dict) -> str:
             lines.append(_wrap(r["cases"][0]["feedback"], "   "))
         elif r["feedback"]:
             lines.append(_wrap(r["feedback"], "   "))
-        for c in _telling(r)[:3]:
+        shown, failing = _telling(r)[:3], n - passed
+        if shown and len(shown) < failing:  # the summary counted them all: say these are examples
+            lines.append(f"   {_examples(len(shown), failing)}:")
+        for c in shown:
             lines.append(_wrap(f"• {c['name']}: {c['feedback']}", "   ", "     "))
         lines += [_wrap(f"note: {note}", "   ", "     ") for note in r["notes"]]
     return "\n".join(lines)
@@ -118,6 +132,10 @@ def _telling(result: dict) -> list[dict]:
     if not out and result["status"] != "not attempted":  # the summary named the cause: one example
         out = [c for c in result["cases"] if not c["passed"] and c["feedback"] not in result["feedback"]][:1]
     return out
+
+
+def _examples(shown: int, failing: int) -> str:
+    return f"{'one' if shown == 1 else shown} of the {failing} failing checks, for example"
 
 
 def _wrap(text: str, first: str, rest: str | None = None) -> str:

@@ -28,15 +28,20 @@ EXERCISE = re.compile(r"^(`{3,}|:{3,})\s*\{exercise\}.*?\n:label:\s*(\S+)(.*?)^\
 
 def shown_solutions() -> dict[str, tuple[str, str]]:
     """exercise id -> (the chapter it is shown in, the Python code of its ``{solution}``)."""
-    ids, shown = {}, {}
+    ids, shown, ungraded = {}, {}, set()
     for chapter in sorted((ROOT / "book").glob("*.ipynb")):
         text = "\n".join("".join(c["source"]) for c in json.loads(chapter.read_text())["cells"]
                          if c["cell_type"] == "markdown")
         for match in EXERCISE.finditer(text):
+            if "**Ungraded**" in match.group(3):  # pen and paper, or a cell of the chapter: no id
+                ungraded.add(match.group(2))
+                continue
             names = re.findall(r"exercise\s+id\s+`(\w+)`", match.group(3))
             assert len(names) == 1, f"{chapter.name} {match.group(2)}: the exercise names {names}"
             ids[match.group(2)] = names[0]
         for label, block in build_release.solution_blocks(text):
+            if label in ungraded:
+                continue
             assert label not in shown, f"{chapter.name}: a second solution of {label}"
             shown[label] = (chapter.name, "\n".join(m.group(2) for m in PYTHON_BLOCK.finditer(block)))
     # A solution must name an exercise of the book, and every exercise must show one.

@@ -170,6 +170,7 @@ class Visit:
     links: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     accessibility: list[dict] | None = None  # axe-core's violations; None without axe-core
+    wide_code: list[str] = field(default_factory=list)  # code blocks that scroll sideways
     screenshot: Path | None = None
 
 
@@ -190,6 +191,11 @@ _MATH_JS = """async () => {
                     .map(el => el.textContent.slice(0, 80)),
     containers: document.querySelectorAll('mjx-container').length,
     tex_errors: [...document.querySelectorAll('mjx-merror')].map(el => el.textContent.slice(0, 80)),
+    // What a screen reader gets of each equation (MathJax's assistive MathML): a backslash in
+    // there is a TeX command MathJax printed as text, such as \\_ inside \\text{...}.
+    assistive: document.querySelectorAll('mjx-assistive-mml').length,
+    literal_tex: [...document.querySelectorAll('mjx-assistive-mml mtext')]
+                 .map(el => el.textContent).filter(t => t.includes('\\\\')),
     text: clone.textContent,
   };
 }"""
@@ -229,6 +235,12 @@ _AXE_JS = """async tags => {
                                       targets: v.nodes.slice(0, 3).map(n => n.target.join(' ')),
                                       count: v.nodes.length}));
 }"""
+
+
+# Code and outputs that scroll sideways at the window's width (1280 px): the end of the line hides.
+_WIDE_CODE_JS = """() => [...document.querySelectorAll('main pre')]
+  .filter(el => el.getClientRects().length && el.scrollWidth > el.clientWidth + 1)
+  .map(el => el.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 100))"""
 
 
 SOLUTIONS = ".solution.admonition"
@@ -289,6 +301,7 @@ def visit_page(browser, site_url: str, docname: str) -> Visit:
             ".exercise.admonition", "els => els.map(el => el.textContent)")
         visit.links = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
         visit.resources = page.evaluate(_RESOURCES_JS)
+        visit.wide_code = page.evaluate(_WIDE_CODE_JS)
         page.wait_for_load_state("networkidle")
         if AXE.exists():  # injected as inline code: no request, nothing from a CDN
             page.add_script_tag(content=AXE.read_text())
@@ -380,6 +393,21 @@ def test_math_is_typeset(visits, docname):
         at = text.index(token)
         raise AssertionError(
             f"{docname}: raw TeX {token!r} in the visible text: ...{text[max(0, at - 60):at + 60]!r}...")
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_tex_command_is_shown_as_text(visits, docname):
+    math = visits(docname).math
+    if math["containers"]:
+        assert math["assistive"], f"{docname}: no assistive MathML to read the equations from"
+    assert not math["literal_tex"], f"{docname}: TeX shown literally in equations: {math['literal_tex']}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_code_does_not_scroll_sideways(visits, docname):
+    """At 1280 px, every code cell and output fits its column (they wrap: book/_static/course.css)."""
+    wide = visits(docname).wide_code
+    assert not wide, f"{docname}: {len(wide)} code blocks scroll sideways, e.g. {wide[:3]}"
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)

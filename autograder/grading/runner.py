@@ -321,6 +321,8 @@ def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
         notes.append(f"graded with the reference {listed} (one mistake counts once)")
     try:
         result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
+        if result.status == "not attempted":  # nothing of the learner's ran: no reference stood in
+            result.notes = [n for n in result.notes if not n.startswith("graded with the reference")]
         result.cpu_seconds = round(run.cpu, 3)
         return result
     except Exception as err:  # a bug of the grader's: this exercise is reported, not the run lost

@@ -75,10 +75,11 @@ SOFTMAX = Exercise(
     cases=softmax_cases,
     ladder=(("float64 arrays over the last axis", ""), ("float32 input", "keep the input's dtype"),
             ("an axis other than the last", "take the max and the sum along `axis`, with keepdims=True"),
-            ("logits of ±1e4", "subtract each row's own max before exp")),
+            ("large logits (±1e4 in float64, ±100 in float32)", "subtract each row's own max before exp")),
     bugs={
-        "your output matches softmax without subtracting the max first (exp overflows to inf, "
-        "then inf/inf = NaN, at logits of 1e4)": softmax_no_max_subtraction,
+        # No magnitude in the sentence: it is attached to the ±100 and the ±1e4 cases alike.
+        "your output matches softmax without subtracting the max first (exp of a large logit "
+        "overflows to inf, then inf/inf = NaN)": softmax_no_max_subtraction,
         "your output matches softmax over the last axis whatever `axis` says": softmax_last_axis_only,
         "your output matches softmax over axis 0 whatever `axis` says (the default is the last axis, -1)":
             softmax_axis_0,
