@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 # The release boundary, as a rule: everything but these ships to learners (the release
 # builder, its test and the learner-side import blocker all read this tuple).
-SECRET = ("solutions", "autograder.grading", "autograder.classroom", "autograder.cli", "autograder.__main__")
+SECRET = ("solutions", "autograder.grading", "autograder.classroom")
 # Where the answers are: a process holding any of these must never become a learner's process.
 REFERENCES = ("solutions", "autograder.grading")
 # All of ours that the learner's process itself may import (the rest is refused there).

@@ -144,14 +144,6 @@ def to_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, allow_nan=False)
 
 
-def to_gradescope(report: Report) -> dict:
-    """Gradescope's results.json: one test per exercise, what learners see at once bounded and
-    never the seed (``classroom/gradescope.py``, which the bundle's run_autograder uses too)."""
-    from .classroom.gradescope import results
-
-    return results(report.to_dict())
-
-
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
     path = Path(path)

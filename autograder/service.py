@@ -41,6 +41,8 @@ from pathlib import Path
 MAX_MESSAGE = 64 * 2**20
 REPLY_SECONDS = 300.0  # a check's report, start-up included (the runner's own budget)
 GRADERS = ("grade", "selfcheck")
+# The grading mode, loaded by name: public code imports nothing of grading/ (.importlinter).
+GRADING = "autograder.grading.warm"
 
 
 class ServiceError(Exception):
@@ -250,10 +252,8 @@ class _Grader:
         # The learner-side process first, before any reference code is imported here (as the CLI).
         self.zygote = learner_side()
         if kind == "grade":
-            from .grading import judge, runner  # noqa: F401
-            from .grading.exercises import EXERCISES
-
-            self.runner, self.exercises = runner, EXERCISES
+            grading = importlib.import_module(GRADING)
+            self.runner, self.exercises = grading, grading.EXERCISES
         else:
             from . import selfcheck
 
@@ -290,9 +290,7 @@ class _Grader:
         exercise = next(self.warm, None)
         if exercise is None:
             return False
-        from .grading import cache
-
-        cache.warm(exercise, 0, self.runner.exercise_cases(exercise, 0))
+        self.runner.warm(exercise)
         return True
 
     def close(self) -> None:

@@ -131,7 +131,9 @@ def _grade(argv: list[str], zygote) -> int:
     if args.json:
         report_mod.write_atomic(args.json, report_mod.to_json(report))
     if args.gradescope:
-        report_mod.write_atomic(args.gradescope, json.dumps(report_mod.to_gradescope(report), indent=2))
+        from .gradescope import results
+
+        report_mod.write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2))
     if args.quiet:
         print(f"{report_mod._points(report.shown()[1])}/{report_mod._points(report.max_score)}")
     else:
