@@ -6,15 +6,15 @@
 
 The learner-side process (the zygote) is started before the grader imports its checks and
 the reference solutions: torch is imported once, here, and the zygote forked from this
-process then, so it holds no reference code and the grader needs no second torch import.
-Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
-as a program on Linux, ``mha-grade`` checks its options (the submission is read after),
-then replaces itself (execve) by a fresh interpreter whose command line and environment say
-nothing, which forks the zygote first and only then reads the options and the environment
-from a memory file (``mha-grade batch`` likewise, with a zygote per grader: none imports
-torch again). The seed is
-best given as ``--seed-file`` (a file only the grader can read), never seen by any other
-process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
+process then, so it holds no reference code and the grader needs no second torch import
+(what may be imported before the fork: ``.importlinter``; a process that already holds
+reference code starts a fresh interpreter instead, ``isolation/sandbox.py``). Nor does it
+hold the grader's arguments (the seed, the output paths) or environment: run as a program on
+Linux, ``mha-grade`` checks its options (the submission is read after), then replaces itself
+by a fresh image (``isolation/reexec.py``) that forks the zygote first and only then reads the
+options and the environment (``mha-grade batch`` likewise, with a zygote per grader: none
+imports torch again). The seed is best given as ``--seed-file`` (a file only the grader can
+read), never seen by any other process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
 the options are unusable; 1 when the grader itself failed.
 """
 from __future__ import annotations
