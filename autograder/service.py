@@ -231,17 +231,6 @@ def _ended(service: _Handle, err) -> str:
 
 # -------------------------------------------------------------------- the service's side
 
-def _die_with(parent: int) -> None:
-    """Linux: the kernel's death kills this process (SIGKILL), whatever it is doing."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the kernel died before the line above
-        os._exit(0)
-
-
 class _Grader:
     """What the service does per request, for the full grader or the public self-check."""
 
@@ -332,7 +321,9 @@ def main(argv: list[str] | None = None) -> None:
     parent, kind = int(argv[0]), argv[1]
     if kind not in GRADERS:
         sys.exit(f"autograder.service: unknown grader {kind!r}")
-    _die_with(parent)
+    from .isolation.confine import die_with_parent
+
+    die_with_parent(parent)  # Linux: the kernel's death kills this process, whatever it is doing
     # The kernel's interrupt (a learner stopping a cell) reaches its whole process group: it is
     # not meant for the service, which ends with its kernel (above) or its channel's end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

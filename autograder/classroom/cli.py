@@ -109,6 +109,8 @@ def _grade(argv: list[str], zygote) -> int:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
     from .. import report as report_mod
+    from ..atomic import write_atomic
+    from ..scoring import points
 
     warning = report_mod.confinement_warning(zygote.confinement)
     if warning:
@@ -129,13 +131,13 @@ def _grade(argv: list[str], zygote) -> int:
     report.confinement = zygote.confinement
     # Written last, by this process only: anything the learner's code wrote there is replaced.
     if args.json:
-        report_mod.write_atomic(args.json, report_mod.to_json(report))
+        write_atomic(args.json, report_mod.to_json(report), mode=0o600)  # it holds the seed
     if args.gradescope:
         from .gradescope import results
 
-        report_mod.write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2))
+        write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2), mode=0o600)
     if args.quiet:
-        print(f"{report_mod._points(report.shown()[1])}/{report_mod._points(report.max_score)}")
+        print(f"{points(report.shown()[1])}/{points(report.max_score)}")
     else:
         report_mod.print_table(report)
     return 0
