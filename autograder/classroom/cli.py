@@ -14,8 +14,8 @@ Linux, ``mha-grade`` checks its options (the submission is read after), then rep
 by a fresh image (``isolation/reexec.py``) that forks the zygote first and only then reads the
 options and the environment (``mha-grade batch`` likewise, with a zygote per grader: none
 imports torch again). The seed is best given as ``--seed-file`` (a file only the grader can
-read), never seen by any other process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
-the options are unusable; 1 when the grader itself failed.
+read), never seen by any other process. Exit status: 0 when grading completed, whatever the
+score; 2 when the submission or the options are unusable; 1 when the grader itself failed.
 """
 from __future__ import annotations
 

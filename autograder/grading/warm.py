@@ -11,5 +11,6 @@ grade_submission = runner.grade_submission
 
 
 def warm(exercise) -> None:
-    """One exercise's cases and reference outputs (seed 0, as ``check()`` grades), ahead of its first check."""
+    """One exercise's cases and reference outputs (seed 0, as ``check()`` grades), ahead of
+    its first check."""
     _warm(exercise, 0, runner.exercise_cases(exercise, 0))
