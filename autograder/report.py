@@ -14,11 +14,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from .atomic import write_atomic  # noqa: F401  the one copy, for its writers (cli, selfcheck)
 from .inert import inert
 from .scoring import points, shown_points
 from .spec import ExerciseResult
@@ -171,28 +169,6 @@ _points = points  # how scores read, in one place (scoring.points)
 
 def to_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, allow_nan=False)
-
-
-def to_gradescope(report: Report) -> dict:
-    """Gradescope's results.json: one test per exercise, what learners see at once bounded and
-    never the seed (``classroom/gradescope.py``, which the bundle's run_autograder uses too)."""
-    from .classroom.gradescope import results
-
-    return results(report.to_dict())
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)  # replaces a file, or a symlink planted there, not its target
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _finite(value):

@@ -41,6 +41,8 @@ from pathlib import Path
 MAX_MESSAGE = 64 * 2**20
 REPLY_SECONDS = 300.0  # a check's report, start-up included (the runner's own budget)
 GRADERS = ("grade", "selfcheck")
+# The grading mode, loaded by name: public code imports nothing of grading/ (.importlinter).
+GRADING = "autograder.grading.warm"
 
 
 class ServiceError(Exception):
@@ -260,17 +262,6 @@ def _ended(service: _Handle, err) -> str:
 
 # -------------------------------------------------------------------- the service's side
 
-def _die_with(parent: int) -> None:
-    """Linux: the kernel's death kills this process (SIGKILL), whatever it is doing."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the kernel died before the line above
-        os._exit(0)
-
-
 class _Grader:
     """What the service does per request, for the full grader or the public self-check."""
 
@@ -281,10 +272,8 @@ class _Grader:
         # The learner-side process first, before any reference code is imported here (as the CLI).
         self.zygote = learner_side()
         if kind == "grade":
-            from .grading import judge, runner  # noqa: F401
-            from .grading.exercises import EXERCISES
-
-            self.runner, self.exercises = runner, EXERCISES
+            grading = importlib.import_module(GRADING)
+            self.runner, self.exercises = grading, grading.EXERCISES
         else:
             from . import selfcheck
 
@@ -326,9 +315,7 @@ class _Grader:
         exercise = next(self.warm, None)
         if exercise is None:
             return False
-        from .grading import cache
-
-        cache.warm(exercise, 0, self.runner.exercise_cases(exercise, 0))
+        self.runner.warm(exercise)
         return True
 
     def _rehearse(self) -> None:
@@ -384,7 +371,9 @@ def main(argv: list[str] | None = None) -> None:
     parent, kind = int(argv[0]), argv[1]
     if kind not in GRADERS:
         sys.exit(f"autograder.service: unknown grader {kind!r}")
-    _die_with(parent)
+    from .isolation.confine import die_with_parent
+
+    die_with_parent(parent)  # Linux: the kernel's death kills this process, whatever it is doing
     # The kernel's interrupt (a learner stopping a cell) reaches its whole process group: it is
     # not meant for the service, which ends with its kernel (above) or its channel's end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -245,7 +245,7 @@ def public_cases(directory: Path) -> dict[str, int]:
 def _pyproject(text: str, packages: list[str]) -> str:
     """The repository's ``pyproject.toml`` for the release: the learner's packages, the
     self-check as its console script, no test or lint settings (their tools are not installed)."""
-    text = re.sub(r'(?m)^mha-grade = "autograder\.cli:main"$', 'mha-check = "autograder.selfcheck:main"',
+    text = re.sub(r'(?m)^mha-grade = "autograder\.classroom\.cli:main"$', 'mha-check = "autograder.selfcheck:main"',
                   text)
     text = re.sub(r'(?m)^description = .*$', 'description = "The learner release of an open course on '
                   'multi-head attention: chapters, exercises and a self-check"', text, count=1)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import report
+from autograder.classroom import gradescope
 from autograder.grading import runner
 from autograder.isolation import sandbox
 from autograder.grading.exercises import EXERCISES
@@ -67,7 +68,7 @@ def test_solutions_get_full_marks_on_every_exercise(zygote):
         assert (r.status, r.score) == ("passed", r.max_score), (r.id, report.feedback(r))
     assert rep.score == rep.max_score == sum(e.points for e in EXERCISES.values())
     # On Gradescope: one test per exercise, worth its whole points, the tests adding up to 100.
-    gs = report.to_gradescope(rep)
+    gs = gradescope.results(rep.to_dict())
     assert [(t["name"], t["score"], t["max_score"]) for t in gs["tests"]] == [
         (e.id, float(e.points), float(e.points)) for e in EXERCISES.values()]
     assert gs["score"] == sum(t["max_score"] for t in gs["tests"]) == 100

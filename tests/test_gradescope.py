@@ -38,7 +38,7 @@ def softmax(x, axis=-1):
 
 
 def _cli_reads_the_seed_from_a_file() -> bool:
-    from autograder import cli
+    from autograder.classroom import cli
     return "--seed-file" in cli.parser().format_help()
 
 
@@ -88,7 +88,7 @@ def test_bundle_follows_gradescope_layout(bundle):
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
         requirements = z.read("requirements-grader.txt").decode().splitlines()
         assert z.read("seed").decode().strip() == "4242"
-    assert {"setup.sh", "run_autograder", "python.sh", "debian-archive-keys.asc", "autograder/cli.py",
+    assert {"setup.sh", "run_autograder", "python.sh", "debian-archive-keys.asc", "autograder/classroom/cli.py",
             "autograder/isolation/worker.py", "solutions/attention.py", "mha_exercises/attention.py"} <= names
     assert modes["setup.sh"] == modes["run_autograder"] == modes["python.sh"] == 0o755
     assert not any("__pycache__" in n for n in names)

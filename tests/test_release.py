@@ -42,6 +42,11 @@ def _names(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
+def test_the_secret_is_folders_only():
+    """The release rule is whole folders: each audience has its own (``autograder/__init__.py``)."""
+    assert SECRET and all((ROOT / name.replace(".", "/")).is_dir() for name in SECRET), SECRET
+
+
 def test_release_contents_follow_the_rule(release):
     names = _names(release)
     with zipfile.ZipFile(release.with_suffix(".zip")) as archive:
@@ -274,6 +279,14 @@ def test_installed_release_resolves_nothing_from_the_project(installed):
     found = json.loads(proc.stdout)
     assert all(Path(f).is_relative_to(installed) for f in found["files"]), found
     assert found["secret"] == []
+
+
+def test_the_instructors_command_line_is_absent_and_says_what_to_run(installed):
+    """``python -m autograder`` ships (it is public) but its command line does not: it says so."""
+    proc = subprocess.run([str(installed / ".venv" / "bin" / "python"), "-m", "autograder", "mha_exercises"],
+                          cwd=installed, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "not part of this release" in proc.stderr and "mha-check" in proc.stderr
 
 
 def _self_check(folder: Path, submission: Path, *exercises: str) -> dict:

@@ -88,7 +88,7 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing to say but through the batch, which says it once
         os.dup2(devnull, fd)
-    from ..cli import read_options
+    from ..isolation.reexec import read_options
 
     argv = read_options(options_fd)  # as the batch will read them
     ready = None

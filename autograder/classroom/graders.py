@@ -6,7 +6,6 @@ learner; a grader that crashes or overruns its submission's time costs only that
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import json
 import multiprocessing
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
+from ..isolation.confine import die_with_parent
 from ..spec import POINTS
 
 DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
@@ -61,20 +61,6 @@ def error_report(learner: str, message: str, exercises: list[str] | None, seed: 
 
 
 # -------------------------------------------------------------------------------- graders
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when the batch dies, however it dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the pipe's EOF still stops an idle grader
-        pass
-    if os.getppid() != parent:  # the batch died before the request above was in place
-        os._exit(1)
-
 
 def pipeline_grader(user: str | None = None, time_limit: float | None = None,
                     zygotes: int | list = 0) -> Callable:
@@ -147,7 +133,7 @@ def _cpu() -> float:
 
 def _serve(conn, others, parent: int, grade: Callable, exercises, seed, slot: int | None) -> None:
     """A forked grader: grade submissions sent over ``conn`` until told to stop."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     getattr(grade, "adopt", lambda slot: None)(slot)
     for other in others:  # the other graders' pipe ends: holding them would keep those open
         try:

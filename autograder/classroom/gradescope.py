@@ -1,5 +1,5 @@
 """Gradescope's ``results.json`` from a grader report: the one writer of it, for
-``mha-grade SUB --gradescope PATH`` (``report.to_gradescope``), the bundle's
+``mha-grade SUB --gradescope PATH`` (``classroom/cli.py``), the bundle's
 ``run_autograder`` (which runs exactly that) and a report already written:
 
     python -m autograder.classroom.gradescope REPORT.json RESULTS.json [--submission DIR]

@@ -7,7 +7,7 @@ diagnoses. Exercises are pipelined: two children run at once (two cores), and th
 judges exercise *i* while the children of the next exercises run.
 
 A child runs one exercise at a time and takes the next only if it ended the last one
-*reusable* (``worker._Pristine``: the learner's code left the process as it found it);
+*reusable* (``isolation/pristine.py``: the learner's code left the process as it found it);
 a child that crashed, hung, ran out of memory, sent garbage or changed its process is
 killed with its process group, and the next exercise gets a fresh one. So a submission
 costs two forks, not one per exercise, and a failure still costs only its own exercise.

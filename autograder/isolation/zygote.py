@@ -7,7 +7,7 @@ learner code itself: it forks children, reaps them, and kills what they leave be
 dies with the grader (``PR_SET_PDEATHSIG``, and EOF on the control socket), and holds
 neither the grader's arguments nor its environment: a fresh interpreter is started with a
 minimal one, and a zygote forked from the grader is forked before the grader reads its
-secrets (``autograder/cli.py``) and scrubs what it inherited (:func:`scrub_environment`).
+secrets (``isolation/reexec.py``) and scrubs what it inherited (:func:`scrub_environment`).
 """
 from __future__ import annotations
 

@@ -6,16 +6,16 @@
 
 The learner-side process (the zygote) is started before the grader imports its checks and
 the reference solutions: torch is imported once, here, and the zygote forked from this
-process then, so it holds no reference code and the grader needs no second torch import.
-Nor does it hold the grader's arguments (the seed, the output paths) or environment: run
-as a program on Linux, ``mha-grade`` checks its options (the submission is read after),
-then replaces itself (execve) by a fresh interpreter whose command line and environment say
-nothing, which forks the zygote first and only then reads the options and the environment
-from a memory file (``mha-grade batch`` likewise, with a zygote per grader: none imports
-torch again). The seed is
-best given as ``--seed-file`` (a file only the grader can read), never seen by any other
-process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
-the options are unusable; 1 when the grader itself failed.
+process then, so it holds no reference code and the grader needs no second torch import
+(what may be imported before the fork: ``.importlinter``; a process that already holds
+reference code starts a fresh interpreter instead, ``isolation/sandbox.py``). Nor does it
+hold the grader's arguments (the seed, the output paths) or environment: run as a program on
+Linux, ``mha-grade`` checks its options (the submission is read after), then replaces itself
+by a fresh image (``isolation/reexec.py``) that forks the zygote first and only then reads the
+options and the environment (``mha-grade batch`` likewise, with a zygote per grader: none
+imports torch again). The seed is best given as ``--seed-file`` (a file only the grader can
+read), never seen by any other process. Exit status: 0 when grading completed, whatever the
+score; 2 when the submission or the options are unusable; 1 when the grader itself failed.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import argparse
 import json
 import os
 import sys
+
+from ..isolation.reexec import OPTIONS_FD, can_reexec, read_options, reexec
 
 
 def parser() -> argparse.ArgumentParser:
@@ -59,21 +61,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
         options_fd = os.environ.pop(OPTIONS_FD, None)
-        if options_fd is None and _can_reexec():
+        if options_fd is None and can_reexec():
             batch = argv[:1] == ["batch"]
             checked = 0 if batch else _check(argv)  # batch checks its options itself, after
             if checked:
                 return checked
             # Returns only if execve failed: grading goes on in this process then.
-            _reexec(argv, _image_args(argv[1:] if batch else argv, batch))
+            reexec(argv, _image_args(argv[1:] if batch else argv, batch), "autograder.classroom.cli")
     zygotes, ahead = [], None
     if options_fd is not None:  # the fresh image: the zygotes first, then the options
         image = _image_parser().parse_args(argv)
         if image.ahead:  # before torch's import: reads the class on the other core meanwhile
-            from .classroom.ahead import Ahead
+            from .ahead import Ahead
 
             ahead = Ahead.start(int(options_fd))
-        from .isolation import sandbox
+        from ..isolation import sandbox
 
         try:
             for _ in range(image.zygotes):
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(argv: list[str], zygote) -> int:
-    from .isolation import sandbox
+    from ..isolation import sandbox
 
     args = parser().parse_args(argv)
     try:
@@ -106,13 +108,15 @@ def _grade(argv: list[str], zygote) -> int:
         except (OSError, sandbox.ZygoteError) as err:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
-    from . import report as report_mod
+    from .. import report as report_mod
+    from ..atomic import write_atomic
+    from ..scoring import points
 
     warning = report_mod.confinement_warning(zygote.confinement)
     if warning:
         print(f"mha-grade: {warning}", file=sys.stderr)
     try:
-        from .grading import runner
+        from ..grading import runner
 
         report = runner.grade_submission(submission, exercises=args.exercise, seed=seed,
                                          time_limit=args.time_limit, budget=args.budget, zygote=zygote)
@@ -127,11 +131,13 @@ def _grade(argv: list[str], zygote) -> int:
     report.confinement = zygote.confinement
     # Written last, by this process only: anything the learner's code wrote there is replaced.
     if args.json:
-        report_mod.write_atomic(args.json, report_mod.to_json(report))
+        write_atomic(args.json, report_mod.to_json(report), mode=0o600)  # it holds the seed
     if args.gradescope:
-        report_mod.write_atomic(args.gradescope, json.dumps(report_mod.to_gradescope(report), indent=2))
+        from .gradescope import results
+
+        write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2), mode=0o600)
     if args.quiet:
-        print(f"{report_mod._points(report.shown()[1])}/{report_mod._points(report.max_score)}")
+        print(f"{points(report.shown()[1])}/{points(report.max_score)}")
     else:
         report_mod.print_table(report)
     return 0
@@ -143,7 +149,7 @@ class _Unusable(Exception):
 
 def _validate(args, read_submission: bool = True):
     """The submission (None if not ``read_submission``) and the seed, or _Unusable saying why."""
-    from .spec import POINTS
+    from ..spec import POINTS
 
     unknown = [e for e in args.exercise or () if e not in POINTS]
     if unknown:  # ids known but without checks: the runner says so
@@ -162,7 +168,7 @@ def _validate(args, read_submission: bool = True):
             raise _Unusable(f"--seed-file {args.seed_file}: invalid int value {text[:20]!r}") from None
     if not read_submission:
         return None, seed
-    from . import submission as submission_mod
+    from .. import submission as submission_mod
 
     try:
         return submission_mod.load(args.submission), seed
@@ -171,19 +177,6 @@ def _validate(args, read_submission: bool = True):
 
 
 # ------------------------------------------------------------- the fresh image (Linux)
-
-OPTIONS_FD = "MHA_GRADE_OPTIONS_FD"
-# What the fresh image's environment keeps until the zygote is forked: what Python, the
-# libraries and the terminal read at start-up. The rest (an instructor's tokens) comes back
-# from the memory file afterwards, in the grader only.
-_START_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR",
-              "FORCE_COLOR", "TMPDIR", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
-_START_PREFIXES = ("LC_", "PYTHON", "MHA_", "OMP_", "MKL_", "OPENBLAS_")
-
-
-def _can_reexec() -> bool:
-    return sys.platform.startswith("linux") and hasattr(os, "memfd_create") and bool(sys.executable)
-
 
 def _check(argv: list[str]) -> int:
     """Exit status 2 with the message for unusable options, before the exec; 0 if usable.
@@ -223,46 +216,8 @@ def _image_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _reexec(argv: list[str], image_args: list[str]) -> None:
-    """execve a fresh interpreter with a command line that says only ``image_args`` and a
-    start-up environment; the options and the whole environment wait in an inherited memory file."""
-    fd = os.memfd_create("mha-grade-options", 0)  # inherited across execve, never on disk
-    os.write(fd, json.dumps({"argv": argv, "env": dict(os.environ)}).encode())
-    os.lseek(fd, 0, os.SEEK_SET)
-    env = {k: v for k, v in os.environ.items() if k in _START_ENV or k.startswith(_START_PREFIXES)}
-    env.pop(OPTIONS_FD, None)
-    env[OPTIONS_FD] = str(fd)
-    # The same import path as this process (never the current directory's first).
-    code = (f"import sys; sys.path[:] = {_image_path()!r}; from autograder.cli import main; "
-            "from autograder.quick_exit import exit_now; exit_now(main())")
-    try:
-        os.execve(sys.executable, [sys.executable, "-c", code, *image_args], env)
-    except OSError:
-        os.close(fd)
-
-
-def _image_path() -> list[str]:
-    """This process's import path without the current directory (where ``python -m`` put it),
-    unless the grader is imported from there: importing lists each folder of the path, and a
-    zygote forked in the image would hold the names of the instructor's files (the class folder)."""
-    here = os.path.realpath(os.getcwd())
-    home = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    return [p for p in sys.path if os.path.realpath(p or ".") != here or here == home]
-
-
-def read_options(fd: int) -> list[str]:
-    """The real options, with the whole environment restored, read once the zygote exists (it
-    closed this fd); ``pread`` leaves the file offset, which a process forked earlier (the
-    batch's process ahead, ``classroom/ahead.py``) shares, where it was."""
-    saved = json.loads(os.pread(fd, os.fstat(fd).st_size, 0))
-    os.close(fd)
-    os.environ.clear()
-    os.environ.update(saved["env"])
-    return saved["argv"]
-
-
 def _batch(argv: list[str], zygotes: list, ahead) -> int:
-    from .classroom import batch
+    from . import batch
 
     return batch.main(argv, zygotes=zygotes, ahead=ahead)
 
