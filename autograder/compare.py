@@ -118,6 +118,8 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
             if message:
                 return message
         return None
+    if name == "raises":  # call_raises: what the call did with inputs it must refuse
+        return None if got == expected else f"raised {str(got)[:80]} where it must raise {expected}"
     if expected is None:
         return None if got is None else f"{name} is {got!r}, expected None"
     if got is None:

@@ -2,8 +2,8 @@
 
 Runs in the grader's process. For each case it runs the case's driver against the reference
 solutions (``reference.py``) for the expected output; on a mismatch it runs the exercise's
-known bugs on the same inputs, and the bug whose output the learner's matches names the
-likely cause. ``scoring.score`` compares, scores and words the feedback, exactly as the
+known bugs on the same inputs, and a bug whose output the learner's matches, and whose
+claim no other case contradicts (``scoring.stated_diagnoses``), names the likely cause. ``scoring.score`` compares, scores and words the feedback, exactly as the
 learner's self-check does on the stored public cases.
 """
 from __future__ import annotations
@@ -66,14 +66,15 @@ def variants(bug) -> tuple:
 
 
 def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
-    """``{diagnosis: [outputs]}`` of the known bugs that show on ``case`` (their outputs differ
-    from ``expected``): what the release stores for its self-check to name a mistake."""
+    """``{diagnosis: [output per way of writing it]}`` of the known bugs that show on ``case``
+    (an output that differs from ``expected``; None for a way that does not show or cannot
+    run): what the release stores for its self-check to name a mistake."""
     def compute():
         shown = {}
         for diagnosis, bug in exercise.bugs.items():
-            outs = [o for o in (_bug_output(case, exercise, v) for v in variants(bug))
-                    if o is not None and compare_outputs(o, expected, case, True) is not None]
-            if outs:
+            outs = [o if o is not None and compare_outputs(o, expected, case, True) is not None else None
+                    for o in (_bug_output(case, exercise, v) for v in variants(bug))]
+            if any(o is not None for o in outs):
                 shown[diagnosis] = outs
         return shown
 
@@ -83,11 +84,11 @@ def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
 def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: list[str]) -> ExerciseResult:
     expected = [None if isinstance(o, CaseError) else reference_output(c) for c, o in zip(cases, outputs)]
 
-    def diagnoses(i):
-        return [d for d, outs in shown_bugs(exercise, cases[i], expected[i]).items()
-                if any(scoring.matches(outputs[i], out, cases[i]) for out in outs)]
+    def bugs(i):  # asked only about cases with the learner's data: their expected output exists
+        return shown_bugs(exercise, cases[i], expected[i])
 
-    return scoring.score(exercise.id, exercise.points, cases, outputs, expected, diagnoses, exercise.ladder, notes)
+    return scoring.score(exercise.id, exercise.points, cases, outputs, expected, bugs, exercise.ladder, notes,
+                         exercise.hints)
 
 
 def judge_in_process(exercise: Exercise, implementation=None, seed: int = 0) -> ExerciseResult:
