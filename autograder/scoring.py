@@ -154,11 +154,13 @@ def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs)
     """``{diagnosis: [failing cases it explains]}``, for the diagnoses that hold as claims.
 
     ``bugs(i)`` maps each known bug that shows on case i (its output differs from the expected
-    one) to its outputs there, one per way of writing it (None where that way does not show).
+    one) to its outputs there, one per way of writing it (None where that way does not show);
+    ``bugs(i, diagnosis)`` is that one bug's entry (None when it does not show), so that a
+    grader running the bugs live runs only those a claim needs.
     A way of writing a bug holds when the learner's output is that way's on some failing
     cases, the learner passes no case where it shows (right where the bug is wrong: not that
-    bug), and the learner's output differs from it, in the same form, on fewer cases than it
-    matches. Only then is the sentence "your output matches ..." stated, and only on the cases
+    bug), and the learner's output differs from it, in the same form, on no more cases than it
+    matches (one match among many differences is a coincidence). Only then is the sentence "your output matches ..." stated, and only on the cases
     it matches."""
     failing = [i for i, ok in enumerate(passed) if not ok and not isinstance(outputs[i], CaseError)]
     support: dict = {}
@@ -173,7 +175,7 @@ def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs)
         for j, got in enumerate(outputs):
             if j in explained or isinstance(got, CaseError):
                 continue
-            outs = bugs(j).get(diagnosis) or ()
+            outs = bugs(j, diagnosis) or ()
             out = outs[v] if v < len(outs) else None
             if out is None:
                 continue
@@ -181,7 +183,7 @@ def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs)
                 break
             against += _same_form(got, out)
         else:
-            if against < len(explained):
+            if against <= len(explained):
                 stated[diagnosis] = sorted(set(stated.get(diagnosis, [])) | set(explained))
     return stated
 
@@ -273,7 +275,7 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
     each feature in which such a case differs from a passing case alone, a sentence naming it
     (and the assumption, when the failing case raised at a line of the learner's). Without such
     a pair, which features those failing cases share."""
-    features = [c.features or {} for c in cases]
+    features = [{k: v for k, v in (c.features or {}).items() if k != "part"} for c in cases]
     failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
     passing = [i for i, ok in enumerate(passed) if ok]
     pairs: dict = {}  # feature -> (passing case, failing case), the first found
@@ -300,14 +302,29 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
     if not failing or not passing or not all(features[i] for i in failing):
         return []
     shared = [v for k, v in features[failing[0]].items()
-              if all(features[i].get(k) == v for i in failing) and not all(features[i].get(k) == v for i in passing)]
+              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
     if not shared:
         return []
-    return [f"Every failing case has {_listed(shared)}; no passing case differs from a failing one in a single "
-            f"feature, so these cases do not tell which one matters."]
+    return [f"Every failing case has {_listed(shared)}, which no passing case has; no passing case differs from a "
+            f"failing one in a single feature, so these cases do not tell which one matters."]
 
 
-def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated: list[str] | None) -> str:
+def _by_part(cases: list[Case], passed: list[bool]) -> str:
+    """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
+    the learner's code they check (``features["part"]``), in the order first met."""
+    parts: dict = {}
+    for case, ok in zip(cases, passed):
+        if (case.features or {}).get("part"):
+            parts.setdefault(case.features["part"], []).append(ok)
+    if not parts or all(all(oks) for oks in parts.values()):
+        return ""
+    words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"
+             for part, oks in parts.items()]
+    return "By part: " + "; ".join(words) + "."
+
+
+def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated: list[str] | None,
+             by_part: str = "") -> str:
     """Every cause once, with how many failing cases it explains: the known bugs first (they name
     the mistake), then crashes and mismatches, each the most frequent first; then what minimal
     pairs of cases isolate (``isolated``; None when the cases have no features: then only which
@@ -320,7 +337,7 @@ def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
         parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
     if isolated is not None:
-        return " ".join(parts + isolated)
+        return " ".join(parts + isolated + ([by_part] if by_part else []))
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
     if 0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad):
         passed = _listed([name for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
@@ -371,4 +388,5 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, _summary(failed, ladder, rungs, isolated) if failed else "", list(notes))
+                          results, _summary(failed, ladder, rungs, isolated, _by_part(cases, passed)) if failed else "",
+                          list(notes))

@@ -115,8 +115,8 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
     """Score one exercise from the learner's outputs on its stored cases, as the grader would."""
     cases, stored = cases_of(data), data["cases"]
 
-    def bugs(i):  # the known bugs that show on case i, their stored outputs (None: that way does not)
-        return stored[i]["bugs"]
+    def bugs(i, diagnosis=None):  # the known bugs that show on case i, their stored outputs
+        return stored[i]["bugs"] if diagnosis is None else stored[i]["bugs"].get(diagnosis)
 
     return scoring.score(data["id"], data["points"], cases, outputs, [c["expected"] for c in stored], bugs,
                          tuple(map(tuple, data.get("ladder", ()))), hints=data.get("hints", {}))

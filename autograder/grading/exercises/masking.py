@@ -134,6 +134,13 @@ def causal_mask_transposed(num_queries, num_keys=None):
     return reference_causal_mask(num_keys, num_queries).T
 
 
+def causal_mask_triu(num_queries, num_keys=None):
+    # The same mistake written as np.triu: keys j >= i, start-aligned (differs from the
+    # transpose above when Lq != Lk).
+    num_keys = num_queries if num_keys is None else num_keys
+    return np.triu(np.ones((num_queries, num_keys), dtype=bool))
+
+
 def causal_mask_start_aligned(num_queries, num_keys=None):
     num_keys = num_queries if num_keys is None else num_keys
     return np.arange(num_keys)[None, :] <= np.arange(num_queries)[:, None]  # np.tri(Lq, Lk)
@@ -160,7 +167,8 @@ CAUSAL_MASK = Exercise(
         "your mask is off by one: it hides the diagonal (j < i); a query may see its own key (j <= i)":
             causal_mask_strict,
         "your mask is off by one: it lets each query see the next key (j <= i + 1)": causal_mask_one_ahead,
-        "your mask is transposed: query i must see keys j <= i, not keys j >= i": causal_mask_transposed,
+        "your mask is transposed: query i must see keys j <= i, not keys j >= i":
+            (causal_mask_transposed, causal_mask_triu),
         "your mask is aligned to the start of the keys (j <= i): for Lq != Lk the queries are the last "
         "Lq positions, so query i sees j <= i + (Lk - Lq)": causal_mask_start_aligned,
         "your mask is inverted: True must mean 'may attend' (the past), not 'the future'": causal_mask_inverted,
@@ -276,6 +284,13 @@ def masked_softmax_no_max_subtraction_multiplied(scores, mask):
         return e / e.sum(axis=-1, keepdims=True)
 
 
+def masked_softmax_no_max_subtraction_multiplied_guarded(scores, mask):
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(scores) * _full(mask, scores)  # a masked overflow is still inf * 0 = NaN
+        total = e.sum(axis=-1, keepdims=True)
+        return e / np.where(total == 0, 1, total)
+
+
 def masked_softmax_multiplied_then_renormalised(scores, mask):
     # Published as allennlp.nn.util.masked_softmax (memory_efficient=False): softmax(x * mask),
     # then * mask and renormalised; a masked score becomes 0, which takes the max of a row of
@@ -318,7 +333,8 @@ MASKED_SOFTMAX = Exercise(
         "your output matches masked scores filled with a large negative number: fully masked rows get "
         "uniform weights, an average over padding (they must be all zero)": masked_softmax_fill_large_negative,
         "your output matches a masked softmax without subtracting the row max (exp overflows at large "
-        "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied),
+        "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied,
+                     masked_softmax_no_max_subtraction_multiplied_guarded),
         "your output matches a softmax over the query axis instead of the key (last) axis":
             masked_softmax_wrong_axis,
         "your output matches the scores multiplied by the mask before the softmax, then renormalised: a "

@@ -135,9 +135,10 @@ def _importance(model, batches, loss_fn, normalize=True, head_mask=None, *, sign
     total, count, num_batches, running = torch.zeros(shape), 0, 0, torch.zeros(shape)
     for x, y in batches:
         (grad,) = torch.autograd.grad(loss_fn(model(x, head_mask=gate), y), gate)
+        grad = grad * len(y) if weighted == "in_loss" else grad  # (loss * len(y)).backward()
         running = running + grad if not_reset else grad  # .grad accumulates unless zeroed
         grad = running if signed or abs_after_sum else running.abs()
-        total += grad * (len(y) if weighted else 1)
+        total += grad * (len(y) if weighted is True else 1)
         tokens = 1 if per_token is None else x.shape[1] + per_token  # per example: patches (+ the class token)
         count, num_batches = count + len(y) * tokens, num_batches + 1
     scores = (total / (count if weighted else num_batches)).detach()
@@ -219,7 +220,9 @@ HEAD_IMPORTANCE = Exercise(
         "your scores match gradients accumulated across batches: the gate's .grad keeps adding up "
         "unless it is reset (gate.grad = None, or torch.autograd.grad) before each batch": (
             _importance_bug("grad_not_reset", not_reset=True),
-            _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False)),
+            _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False),
+            # huggingface/transformers' run_bertology.py: (loss * len(y)).backward(), |.grad| summed
+            _importance_bug("grad_not_reset_weighted_in_loss", not_reset=True, weighted="in_loss")),
         "your scores match a mean over tokens instead of examples: divide by the number of examples, "
         "not examples x sequence length": (_importance_bug("per_token", per_token=1),
                                            _importance_bug("per_patch", per_token=0)),
