@@ -226,7 +226,7 @@ def masked_softmax_cases(rng):
              mask="a padding mask (B, 1, 1, Lk) that broadcasts"),
         case("float64, (B, H, Lq, Lk) with fully masked rows", scores("float64"), empty_rows, "float64", 1,
              rows="a fully masked row"),
-        case("float32, causal mask (Lq, Lk)", scores("float32"), cases.causal(Lq, Lk), "float32", 1,
+        case("float64, causal mask (Lq, Lk)", scores("float64"), cases.causal(Lq, Lk), "float64", 1,
              mask="a causal mask (Lq, Lk) that broadcasts"),
         case("scores of ±1e4, masked ones at 3e4, float64", extreme(1e4, "float64"), extreme_mask, "float64", 2,
              scale=large),
