@@ -323,8 +323,28 @@ def _by_part(cases: list[Case], passed: list[bool]) -> str:
     return "By part: " + "; ".join(words) + "."
 
 
+# Facts about a construct on the line where the learner's code raised, true whatever the cause
+# (said after the crash, never as a diagnosis): (pattern in the quoted line, sentence).
+LINE_FACTS = (
+    (re.compile(r"\b(\w+)\.T\b"), "`{0}.T` reverses every axis of an array with more than two axes ((B, L, d) "
+                                    "becomes (d, L, B)); to swap the last two only, use np.swapaxes({0}, -1, -2) "
+                                    "({0}.transpose(-2, -1) in torch)"),
+)
+
+
+def _line_facts(errors: list[CaseError]) -> list[str]:
+    facts = []
+    for error in errors:
+        found = re.search(r", line \d+: (.*)\)$", error.message or "", re.S)
+        for pattern, text in LINE_FACTS if found else ():
+            match = pattern.search(found[1])
+            if match and sentence(text.format(*match.groups())) + "." not in facts:
+                facts.append(sentence(text.format(*match.groups())) + ".")
+    return facts
+
+
 def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated: list[str] | None,
-             by_part: str = "") -> str:
+             by_part: str = "", facts: list[str] = ()) -> str:
     """Every cause once, with how many failing cases it explains: the known bugs first (they name
     the mistake), then crashes and mismatches, each the most frequent first; then what minimal
     pairs of cases isolate (``isolated``; None when the cases have no features: then only which
@@ -336,6 +356,7 @@ def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated
     for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
         parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
+    parts += list(facts)
     if isolated is not None:
         return " ".join(parts + isolated + ([by_part] if by_part else []))
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
@@ -388,5 +409,6 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, _summary(failed, ladder, rungs, isolated, _by_part(cases, passed)) if failed else "",
+                          results, _summary(failed, ladder, rungs, isolated, _by_part(cases, passed),
+                                   _line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
                           list(notes))

@@ -335,3 +335,16 @@ def test_a_crash_on_a_general_case_names_the_assumption():
     result = judge.judge_exercise(exercise, cases, outputs, [])
     assert ("Your code assumes one leading axis (B, ...): with two leading axes (B, C, ...) it raises ValueError "
             "at heads.py line 5 (`B, L, F = x.shape`)") in result.feedback, result.feedback
+
+
+def test_a_transpose_of_every_axis_on_the_failing_line_is_explained():
+    """A fact about the failing line (``k.T`` on a 3-D or 4-D array), said after the crash."""
+    exercise = EXERCISES["scaled_dot_product_attention"]
+    cases = draw.grading_cases(exercise, 0)
+    outputs = [CaseError("exception", "ValueError: matmul: mismatch (attention.py, line 10: scores = q @ k.T / 2)")
+               for _ in cases]
+    feedback = judge.judge_exercise(exercise, cases, outputs, []).feedback
+    assert "`k.T` reverses every axis of an array with more than two axes" in feedback, feedback
+    assert "np.swapaxes(k, -1, -2)" in feedback
+    outputs = [CaseError("exception", "ValueError: x (attention.py, line 10: scores = q @ k.mT)") for _ in cases]
+    assert "reverses every axis" not in judge.judge_exercise(exercise, cases, outputs, []).feedback

@@ -251,6 +251,8 @@ PARAMETER_COUNT = Exercise(
     hints={"value_dim given": "W_v has num_heads * value_dim outputs, and W_o reads them",
            "output_dim given": "W_o maps num_heads * value_dim features to output_dim",
            "bias=False": "without biases only the four weight matrices count",
+           "bias=True": "each projection has one bias per output feature: num_heads * key_dim for W_q and W_k, "
+                        "num_heads * value_dim for W_v, output_dim for W_o",
            "all six arguments positional": "the arguments come in the order query_dim, num_heads, key_dim, "
                                            "value_dim, output_dim, bias",
            "one head": "key_dim and value_dim are per head"},
