@@ -25,13 +25,22 @@ def chunked_cases(rng):
                 randn(rng, (*lead, lk, dv), dtype), chunk]
         sizes = dict(B=B, **({"H": H} if heads else {}), **({"L": lq} if lq == lk else {"Lq": lq, "Lk": lk}),
                      **({"d": d_k} if same_d else {"d_k": d_k, "d_v": d_v}))
+        chunking = ("chunk_size 1" if chunk == 1 else "chunk_size > Lk" if chunk > lk else
+                    "chunk_size divides Lk" if lk % chunk == 0 else "chunk_size does not divide Lk")
+        features = {"lengths": "Lq = Lk" if lq == lk else ("Lq < Lk" if lq < lk else "Lq > Lk"),
+                    "head sizes": "d_k = d_v" if same_d else "d_k != d_v", "chunks": chunking,
+                    "causal": "causal" if causal else "not causal", "dtype": dtype,
+                    "rank": "4-D inputs" if heads else "3-D inputs",
+                    "scale": "scores of about a hundred" if scale > 1 else "scores of a few units"}
         return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, **tolerance)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tolerance)
 
     return [
         case("Lq = Lk = 8, d_k = d_v, chunk_size 4", 8, 8, 4, same_d=True, rung=0),
-        case("Lq = Lk = 7, d_k = d_v, causal, chunk_size 3", 7, 7, 3, causal=True, same_d=True, rung=0),
-        case("Lq = Lk = 6, d_k = d_v, float32, chunk_size 2", 6, 6, 2, dtype="float32", same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k = d_v, causal, chunk_size 4", 8, 8, 4, causal=True, same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k = d_v, float32, chunk_size 4", 8, 8, 4, dtype="float32", same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k != d_v, chunk_size 4", 8, 8, 4),
+        case("Lq 4 < Lk 8, d_k = d_v, chunk_size 4", 4, 8, 4, same_d=True),
         case("Lq 5, Lk 11, chunk_size 4 (does not divide Lk)", 5, 11, 4),
         case("causal, Lq < Lk, chunk_size 2", 4, 9, 2, causal=True),
         # Lq > Lk: the first Lq - Lk queries see no key at all. With the end-aligned mask this is
@@ -87,6 +96,12 @@ def _chunked_bug(name, **knobs):
 CHUNKED_ATTENTION = Exercise(
     id="chunked_attention",
     cases=chunked_cases,
+    hints={"causal": "the causal mask is end-aligned: query i sees keys j <= i + Lk - Lq, at their absolute "
+                     "positions in every chunk",
+           "float32": "keep the input's dtype",
+           "d_k != d_v": "the output has d_v features (from v); scale by sqrt(d_k)",
+           "Lq < Lk": "the scores of a chunk are (..., Lq, C): queries along one axis, the chunk's keys along the "
+                      "other"},
     ladder=(("Lq = Lk and d_k = d_v", ""),
             ("Lq != Lk, d_k != d_v, or a chunk_size that does not divide Lk", "the output has d_v features "
              "(from v), the causal mask is end-aligned (query i sees keys j <= i + Lk - Lq), and the last "
