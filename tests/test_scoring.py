@@ -132,9 +132,9 @@ def test_a_harness_that_cannot_run_the_pruned_layer_says_so_and_names_the_dtype(
     assert float32.passed
     assert "W_q.weight is 'float32', expected 'float64'" in float64.feedback, float64.feedback
     assert "is a str" not in result.feedback
-    # prune_heads' cases name no features: the rungs are said as facts, never as a cause.
-    assert "Every case with a float32 layer pruned once passes; the failing ones are among those with a float64 " \
-           "layer." in result.feedback
+    # Every failing case is explained by the known bug: no minimal-pair sentence repeats it.
+    assert result.feedback.startswith("Your pruned layer's weights are float32 in a float64 layer"), result.feedback
+    assert "Correct on" not in result.feedback
 
 
 def test_every_cause_is_named_once_with_its_count():
