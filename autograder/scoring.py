@@ -293,10 +293,11 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
             hint = hints.get(bad) or hints.get(feature) or ""
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
-                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, and the same inputs with {good} "
-                           f"pass ({cases[f].name!r} vs {cases[p].name!r})" + (f"; {hint}." if hint else "."))
+                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, while a case with {good}, other "
+                           f"features the same, passes ({cases[f].name!r} vs {cases[p].name!r})"
+                           + (f"; {hint}." if hint else "."))
             else:
-                out.append(f"Correct on {good}; fails on {bad}, all else equal ({cases[f].name!r} fails, "
+                out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
                            f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
         return out
     if not failing or not passing or not all(features[i] for i in failing):

@@ -142,7 +142,7 @@ def test_a_flipped_causal_offset_is_not_called_inverted():
     assert named.startswith("Your mask shifts the diagonal by Lq - Lk, the wrong sign"), named
     # Without that known bug, the minimal pair names the feature: square passes, Lq != Lk fails.
     unnamed = judge.judge_in_process(without("causal_mask", "wrong sign"), flipped_offset).feedback
-    assert re.search(r"Correct on Lq = Lk; fails on (one query, )?Lq [<>] Lk, all else equal", unnamed), unnamed
+    assert re.search(r"Correct on Lq = Lk; fails on (one query, )?Lq [<>] Lk, other features the same", unnamed), unnamed
     assert "j <= i + (Lk - Lq)" in unnamed
 
 

@@ -168,7 +168,7 @@ def test_a_minimal_pair_names_the_feature_that_fails():
             super().__init__(embed_dim, num_heads, bias=bias, dropout=dropout)
 
     result = judge.judge_in_process(EXERCISES["MultiHeadAttention"], IgnoresKdim)
-    assert "Correct on kdim = vdim = E; fails on kdim, vdim != E, all else equal ('kdim, vdim != E' fails, " \
+    assert "Correct on kdim = vdim = E; fails on kdim, vdim != E, other features the same ('kdim, vdim != E' fails, " \
            "'E = kdim = vdim, Lq = Lk, no mask' passes): W_k maps kdim -> E" in result.feedback, result.feedback
 
 

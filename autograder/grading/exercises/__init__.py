@@ -46,7 +46,7 @@ each value worded as a condition: ``{"lengths": "Lq = Lk", "dtype": "float32"}``
 ``Exercise.hints`` says what the code must do where a feature takes a value (keyed by the value
 or the feature). The feedback names a feature as a cause only from a *minimal pair*: a failing
 case and a passing one that differ in that feature alone ("Correct on Lq = Lk; fails on Lq <
-Lk, all else equal: ..."; "Your code assumes Lq = Lk: with Lq < Lk it raises ... at layer.py line
+Lk, other features the same: ..."; "Your code assumes Lq = Lk: with Lq < Lk it raises ... at layer.py line
 12" when the failing case raised). So build the cases in pairs: for every feature a hint names,
 a case that differs from a simpler one in that feature only (``tests/test_feedback_truth.py``
 checks it). A known bug's diagnosis is stated only where the learner's output is the bug's and
