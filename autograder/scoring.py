@@ -278,18 +278,22 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
     features = [{k: v for k, v in (c.features or {}).items() if k != "part"} for c in cases]
     failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
     passing = [i for i, ok in enumerate(passed) if ok]
-    pairs: dict = {}  # feature -> (passing case, failing case), the first found
+    pairs: dict = {}  # feature -> [(passing case, failing case)], in the order found
     for f in failing:
         for p in passing:
             if not features[f] or set(features[f]) != set(features[p]):
                 continue
             differ = [k for k in features[f] if features[f][k] != features[p][k]]
             if len(differ) == 1:
-                pairs.setdefault(differ[0], (p, f))
+                pairs.setdefault(differ[0], []).append((p, f))
     if pairs:
         out = []
-        for feature, (p, f) in list(pairs.items())[:3]:
-            good, bad = features[p][feature], features[f][feature]
+        for feature, found in list(pairs.items())[:3]:
+            p, f = found[0]
+            bad = features[f][feature]
+            # Every value of the feature that passes where this one fails, the rest alike.
+            good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found
+                                              if features[g][feature] == bad))).replace(" and ", " or ")
             hint = hints.get(bad) or hints.get(feature) or ""
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
