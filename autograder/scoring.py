@@ -310,8 +310,9 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
               if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
     if not shared:
         return []
-    return [f"Every failing case has {_listed(shared)}, which no passing case has; no passing case differs from a "
-            f"failing one in a single feature, so these cases do not tell which one matters."]
+    which = "Every failing case" if not named else "Every failing case no known bug above explains"
+    return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
+            f"failing case in a single feature, so these cases do not tell which one matters."]
 
 
 def _by_part(cases: list[Case], passed: list[bool]) -> str:
