@@ -353,3 +353,24 @@ def test_a_transpose_of_every_axis_on_the_failing_line_is_explained():
     assert "np.swapaxes(k, -1, -2)" in feedback
     outputs = [CaseError("exception", "ValueError: x (attention.py, line 10: scores = q @ k.mT)") for _ in cases]
     assert "reverses every axis" not in judge.judge_exercise(exercise, cases, outputs, []).feedback
+
+
+def test_without_a_minimal_pair_no_feature_is_blamed():
+    """Failing cases that differ from every passing case in two features: the sentence lists what
+    they share and blames neither; with a pair, the one feature is named."""
+    def case(name, **features):
+        return Case(name, "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]},
+                    features=features)
+
+    right, wrong = {"out": np.array([True])}, {"out": np.array([False])}
+    cases = [case("a", lengths="Lq = Lk", dtype="float64"), case("b", lengths="Lq < Lk", dtype="float32")]
+    result = scoring.score("causal_mask", 4, cases, [right, wrong], [right, right], lambda i, d=None: {} if d is None
+                           else None)
+    assert "Every failing case has Lq < Lk and float32, which no passing case has; no passing case differs from " \
+           "such a failing case in a single feature" in result.feedback, result.feedback
+    assert "Correct on" not in result.feedback
+    cases.append(case("c", lengths="Lq < Lk", dtype="float64"))
+    result = scoring.score("causal_mask", 4, cases, [right, wrong, wrong], [right] * 3,
+                           lambda i, d=None: {} if d is None else None, hints={"Lq < Lk": "align to the end"})
+    assert "Correct on Lq = Lk; fails on Lq < Lk, other features the same ('c' fails, 'a' passes): align to the " \
+           "end." in result.feedback, result.feedback
