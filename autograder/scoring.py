@@ -160,8 +160,8 @@ def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs)
     A way of writing a bug holds when the learner's output is that way's on some failing
     cases, the learner passes no case where it shows (right where the bug is wrong: not that
     bug), and the learner's output differs from it, in the same form, on no more cases than it
-    matches (one match among many differences is a coincidence). Only then is the sentence "your output matches ..." stated, and only on the cases
-    it matches."""
+    matches (one match among many differences is a coincidence). Only then is the sentence
+    "your output matches ..." stated, and only on the cases it matches."""
     failing = [i for i, ok in enumerate(passed) if not ok and not isinstance(outputs[i], CaseError)]
     support: dict = {}
     for i in failing:
@@ -255,8 +255,8 @@ def _cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
     return ("mismatch", kind, first.split(" ")[0]), first
 
 
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _listed(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
 def _raised_at(error: CaseError | None) -> str | None:
@@ -292,8 +292,8 @@ def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict,
             p, f = found[0]
             bad = features[f][feature]
             # Every value of the feature that passes where this one fails, the rest alike.
-            good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found
-                                              if features[g][feature] == bad))).replace(" and ", " or ")
+            good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found if features[g][feature] == bad)),
+                           "or")
             hint = hints.get(bad) or hints.get(feature) or ""
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
