@@ -26,7 +26,8 @@ def _mask_words(mask, scores) -> str | None:
     if shape is None or scores is None or _broadcasts(shape, scores):
         return None
     if len(shape) == 3 and len(scores) == 4 and _broadcasts((shape[0], 1) + shape[1:], scores):
-        return (f"the mask {shape} = (B, Lq, Lk) needs a head axis: (B, 1, Lq, Lk), e.g. mask[:, None], "
+        rows = "Lq" if shape[1] == scores[2] else "1"  # a (B, 1, Lk) padding mask, or (B, Lq, Lk)
+        return (f"the mask {shape} = (B, {rows}, Lk) needs a head axis: (B, 1, {rows}, Lk), e.g. mask[:, None], "
                 f"to broadcast against the scores {scores} = (B, H, Lq, Lk)")
     return f"the mask {shape} does not broadcast against the scores {scores} = (..., Lq, Lk)"
 
