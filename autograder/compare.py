@@ -102,6 +102,10 @@ DICT_LABELS = {"param_shapes": "the shape of your layer's", "param_dtypes": "the
                "grads": "the gradient w.r.t."}
 
 
+# How a driver's output keys read in a sentence, where the key alone would not say it.
+OUTPUT_LABELS = {"weights_train": "the weights returned in training mode (before dropout)"}
+
+
 def compare_values(name, got, expected, rtol, atol, sizes=None):
     """Compare plain data of any form (arrays, numbers, None, lists, dicts)."""
     if isinstance(expected, np.ndarray):
@@ -118,6 +122,8 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
             if message:
                 return message
         return None
+    if name == "raises":  # call_raises: what the call did with inputs it must refuse
+        return None if got == expected else f"raised {str(got)[:80]} where it must raise {expected}"
     if expected is None:
         return None if got is None else f"{name} is {got!r}, expected None"
     if got is None:
@@ -165,7 +171,8 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
     # What did come back first (a layer of the wrong shape returns its parameter shapes only).
     for key in names:
         if key in got:
-            label = key if names != ["out"] else ("your scores" if case.driver == "importance_run" else "the result")
+            label = OUTPUT_LABELS.get(key, key) if names != ["out"] else (
+                "your scores" if case.driver == "importance_run" else "the result")
             message = compare_values(label, got[key], expected[key], case.rtol, case.atol, sizes)
             if message:
                 return message

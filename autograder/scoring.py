@@ -24,7 +24,7 @@ from .spec import Case, CaseError, CaseResult, ExerciseResult
 ERROR_FEEDBACK = {
     "not_implemented": "not attempted: the stub still raises NotImplementedError",
     "missing": "not attempted: {}",
-    "import": "the module failed to import: {}",
+    "import": "not graded: your file does not import: {}",
     "exception": "raised {}",
     "timeout": "timed out: {}",
     "memory": "ran out of memory: {}",
@@ -164,6 +164,56 @@ def matches(got, bug_output, case: Case) -> bool:
         return False
 
 
+def _same_form(got, bug_output) -> bool:
+    """Whether the learner's output has the bug's arrays in the same shapes and dtypes: then a
+    difference in values means the learner's code computes something else than the bug."""
+    if not isinstance(got, dict) or not isinstance(bug_output, dict):
+        return False
+    for key, value in bug_output.items():
+        if isinstance(value, np.ndarray) and not key.startswith("_"):
+            mine = got.get(key)
+            if not (isinstance(mine, np.ndarray) and mine.shape == value.shape and mine.dtype == value.dtype):
+                return False
+    return True
+
+
+def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs) -> dict[str, list[int]]:
+    """``{diagnosis: [failing cases it explains]}``, for the diagnoses that hold as claims.
+
+    ``bugs(i)`` maps each known bug that shows on case i (its output differs from the expected
+    one) to its outputs there, one per way of writing it (None where that way does not show);
+    ``bugs(i, diagnosis)`` is that one bug's entry (None when it does not show), so that a
+    grader running the bugs live runs only those a claim needs.
+    A way of writing a bug holds when the learner's output is that way's on some failing
+    cases, the learner passes no case where it shows (right where the bug is wrong: not that
+    bug), and the learner's output differs from it, in the same form, on no more cases than it
+    matches (one match among many differences is a coincidence). Only then is the sentence
+    "your output matches ..." stated, and only on the cases it matches."""
+    failing = [i for i, ok in enumerate(passed) if not ok and not isinstance(outputs[i], CaseError)]
+    support: dict = {}
+    for i in failing:
+        for diagnosis, outs in bugs(i).items():
+            for v, out in enumerate(outs):
+                if out is not None and matches(outputs[i], out, cases[i]):
+                    support.setdefault((diagnosis, v), []).append(i)
+    stated: dict[str, list[int]] = {}
+    for (diagnosis, v), explained in support.items():
+        against = 0
+        for j, got in enumerate(outputs):
+            if j in explained or isinstance(got, CaseError):
+                continue
+            outs = bugs(j, diagnosis) or ()
+            out = outs[v] if v < len(outs) else None
+            if out is None:
+                continue
+            if passed[j]:
+                break
+            against += _same_form(got, out)
+        else:
+            if against <= len(explained):
+                stated[diagnosis] = sorted(set(stated.get(diagnosis, [])) | set(explained))
+    return stated
+
 
 # --- an exercise's verdict ---------------------------------------------------------------------
 
@@ -188,7 +238,27 @@ def sentence(text: str) -> str:
 def error_feedback(error: CaseError) -> str:
     """A CaseError in words; an exception without a message says so instead of showing ':  '."""
     message = re.sub(r"^(\w+):\s*(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
+    if error.kind == "import":  # "masking.py: SyntaxError: ..." -> which file, then why
+        found = re.match(r"(\w+\.py): (.*)$", message, re.S)
+        if found:
+            return f"not graded: your file {found[1]} does not import: {found[2]}"
+    if error.kind == "exception":
+        rejected = _rejected_call(message)
+        if rejected:
+            return rejected
     return ERROR_FEEDBACK.get(error.kind, error.kind + ": {}").format(message or "no details")
+
+
+def _rejected_call(message: str) -> str | None:
+    """A call of the learner's to a used exercise (answered by the reference) whose arguments it
+    cannot take, worded from the learner's side: what the call passed and what it lacks."""
+    found = re.match(r"RuntimeError: the reference (\w+) raised (.*?)(?: \((\w+\.py), line (\d+)(?:: (.*))?\))?$",
+                     message, re.S)
+    if not found:
+        return None
+    name, why, file, line, code = found.groups()
+    where = f" at {file} line {line}" + (f" (`{code}`)" if code else "") if file else ""
+    return f"your call to {name}{where} passed arguments it cannot take: {why}"
 
 
 # The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
@@ -212,10 +282,106 @@ def _cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
     return ("mismatch", kind, first.split(" ")[0]), first
 
 
-def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]]) -> str:
+def _listed(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
+def _raised_at(error: CaseError | None) -> str | None:
+    """``ValueError at layer.py line 23 (`k = ...`)`` of an exception raised by the learner's line."""
+    if error is None or error.kind != "exception":
+        return None
+    found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d+)(?:: (.*))?\)$", error.message or "", re.S)
+    if not found:
+        return None
+    kind, file, line, code = found.groups()
+    return f"{kind} at {file} line {line}" + (f" (`{code}`)" if code else "")
+
+
+def _isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, named: set) -> list[str]:
+    """What minimal pairs show about the failing cases no known bug explains (``named``): for
+    each feature in which such a case differs from a passing case alone, a sentence naming it
+    (and the assumption, when the failing case raised at a line of the learner's). Without such
+    a pair, which features those failing cases share."""
+    features = [{k: v for k, v in (c.features or {}).items() if k != "part"} for c in cases]
+    failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
+    passing = [i for i, ok in enumerate(passed) if ok]
+    pairs: dict = {}  # feature -> [(passing case, failing case)], in the order found
+    for f in failing:
+        for p in passing:
+            if not features[f] or set(features[f]) != set(features[p]):
+                continue
+            differ = [k for k in features[f] if features[f][k] != features[p][k]]
+            if len(differ) == 1:
+                pairs.setdefault(differ[0], []).append((p, f))
+    if pairs:
+        out = []
+        for feature, found in list(pairs.items())[:3]:
+            p, f = found[0]
+            bad = features[f][feature]
+            # Every value of the feature that passes where this one fails, the rest alike.
+            good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found if features[g][feature] == bad)),
+                           "or")
+            hint = hints.get(bad) or hints.get(feature) or ""
+            raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
+            if raised:
+                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, while a case with {good}, other "
+                           f"features the same, passes ({cases[f].name!r} vs {cases[p].name!r})"
+                           + (f"; {hint}." if hint else "."))
+            else:
+                out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
+                           f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
+        return out
+    if not failing or not passing or not all(features[i] for i in failing):
+        return []
+    shared = [v for k, v in features[failing[0]].items()
+              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
+    if not shared:
+        return []
+    which = "Every failing case" if not named else "Every failing case no known bug above explains"
+    return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
+            f"failing case in a single feature, so these cases do not tell which one matters."]
+
+
+def _by_part(cases: list[Case], passed: list[bool]) -> str:
+    """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
+    the learner's code they check (``features["part"]``), in the order first met."""
+    parts: dict = {}
+    for case, ok in zip(cases, passed):
+        if (case.features or {}).get("part"):
+            parts.setdefault(case.features["part"], []).append(ok)
+    if not parts or all(all(oks) for oks in parts.values()):
+        return ""
+    words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"
+             for part, oks in parts.items()]
+    return "By part: " + "; ".join(words) + "."
+
+
+# Facts about a construct on the line where the learner's code raised, true whatever the cause
+# (said after the crash, never as a diagnosis): (pattern in the quoted line, sentence).
+LINE_FACTS = (
+    (re.compile(r"\b(\w+)\.T\b"), "`{0}.T` reverses every axis of an array with more than two axes ((B, L, d) "
+                                    "becomes (d, L, B)); to swap the last two only, use np.swapaxes({0}, -1, -2) "
+                                    "({0}.transpose(-2, -1) in torch)"),
+)
+
+
+def _line_facts(errors: list[CaseError]) -> list[str]:
+    facts = []
+    for error in errors:
+        found = re.search(r", line \d+: (.*)\)$", error.message or "", re.S)
+        for pattern, text in LINE_FACTS if found else ():
+            match = pattern.search(found[1])
+            if match and sentence(text.format(*match.groups())) + "." not in facts:
+                facts.append(sentence(text.format(*match.groups())) + ".")
+    return facts
+
+
+def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated: list[str] | None,
+             by_part: str = "", facts: list[str] = ()) -> str:
     """Every cause once, with how many failing cases it explains: the known bugs first (they name
-    the mistake), then crashes and mismatches, each the most frequent first; then the rung of the
-    case ladder where the code stops being right."""
+    the mistake), then crashes and mismatches, each the most frequent first; then what minimal
+    pairs of cases isolate (``isolated``; None when the cases have no features: then only which
+    rungs of the case ladder pass, never a cause)."""
     groups: dict = {}
     for key, text, name in failed:
         groups.setdefault(key, [text, [], key[0] != "bug"])[1].append(name)
@@ -223,20 +389,22 @@ def _summary(failed: list[tuple], ladder, rungs: dict[int, list[bool]]) -> str:
     for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
         parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
+    parts += list(facts)
+    if isolated is not None:
+        return " ".join(parts + isolated + ([by_part] if by_part else []))
     climbed = _ladder(ladder, rungs)
     return " ".join(parts + ([climbed] if climbed else []))
 
 
 def _ladder(ladder, rungs: dict[int, list[bool]]) -> str:
-    """"Correct on ...; fails on ...": the first rung of the case ladder that failed, when every
-    simpler one passed (in the exercise's own words, no case's values), else ""."""
+    """Which rungs of the case ladder pass, when every case of the simpler rungs passes and the
+    first failing case is on the next one (in the exercise's own words, no case's values, never a
+    cause: the failing cases may differ from the passing ones in more than the rung), else ""."""
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
     if not (0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad)):
         return ""
-    condition, hint = ladder[first_bad]
-    passed = [name for name, _ in ladder[:first_bad]]  # the rungs climbed so far, simplest first
-    passed = passed[0] if len(passed) == 1 else ", ".join(passed[:-1]) + " and " + passed[-1]
-    return f"Correct on {passed}; fails on {condition}" + (f": {hint}." if hint else ".")
+    passed = _listed([name for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
+    return f"Every case with {passed} passes; the failing ones are among those with {ladder[first_bad][0]}."
 
 
 # A mismatch's kind (``_KINDS``) as an immediately visible output names it: in the grader's
@@ -282,16 +450,17 @@ def cause_parts(error: CaseError | None, reasons: list[str]) -> dict:
 
 
 def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list, expected: list,
-          diagnoses, ladder=(), notes=()) -> ExerciseResult:
+          bugs, ladder=(), notes=(), hints=None) -> ExerciseResult:
     """Score an exercise from the learner's ``outputs`` (driver data or CaseError per case).
 
     ``expected[i]`` is the expected output of case i (used where ``outputs[i]`` is data).
-    ``diagnoses(i)`` lists the known bugs (their diagnoses) whose output on case i the
-    learner's matches; it is asked only about failing cases. Where several bugs match, the one
-    that explains most failing cases names the cause."""
+    ``bugs(i)`` maps the known bugs that show on case i to their outputs there, one per way of
+    writing the bug (None where that way does not show): see :func:`stated_diagnoses`, which
+    keeps only the diagnoses that hold. Where several hold for a case, the one that explains
+    most failing cases names its cause."""
     outputs = list(outputs) + [CaseError("crash", "no result came back")] * (len(cases) - len(outputs))
     total = sum(c.weight for c in cases) or 1.0
-    results, reasons_of, matched = [], {}, {}
+    results, reasons_of = [], {}
     for i, (case, got) in enumerate(zip(cases, outputs)):
         share = max_points * case.weight / total
         if isinstance(got, CaseError):
@@ -303,15 +472,13 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
             reasons = [f"returned data the grader cannot read ({type(err).__name__})"]
         if reasons:
             reasons_of[i] = reasons
-            matched[i] = list(diagnoses(i))
         results.append(CaseResult(case.name, 0.0 if reasons else share, share, not reasons, "; ".join(reasons[:2])))
-    counts: dict[str, int] = {}
-    for found in matched.values():
-        for d in found:
-            counts[d] = counts.get(d, 0) + 1
-    for i, found in matched.items():
+    passed = [r.passed for r in results]
+    stated = stated_diagnoses(cases, outputs, passed, bugs) if reasons_of else {}
+    for i in reasons_of:
+        found = [d for d, explained in stated.items() if i in explained]
         if found:
-            best = max(found, key=lambda d: counts[d])  # max keeps the first of equals: the bugs' order
+            best = max(found, key=lambda d: len(stated[d]))  # max keeps the first of equals: the bugs' order
             results[i].diagnosis = best
             results[i].feedback = f"{sentence(best)} ({results[i].feedback})"
     failed, rungs = [], {}
@@ -321,8 +488,11 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
             error = outputs[i] if isinstance(outputs[i], CaseError) else None
             failed.append((*_cause(result, error, reasons_of.get(i, [])), case.name))
             result.cause = cause_parts(error, reasons_of.get(i, []))
+    named = {i for i, r in enumerate(results) if r.diagnosis}
+    isolated = _isolated(cases, passed, outputs, hints or {}, named) if any(c.features for c in cases) else None
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, _summary(failed, ladder, rungs) if failed else "", list(notes),
-                          ladder=_ladder(ladder, rungs) if failed else "")
+                          results, _summary(failed, ladder, rungs, isolated, _by_part(cases, passed),
+                                   _line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
+                          list(notes), ladder=_ladder(ladder, rungs) if failed else "")

@@ -71,15 +71,15 @@ def store(exercise, cases: list[Case], expected: list[dict], bugs: list[dict[str
     """Write one exercise's public cases: ``<id>.json`` (structure) and ``<id>.npz`` (arrays).
 
     ``bugs[i]`` maps each known bug that shows on case i to its outputs there (one per way of
-    writing the mistake)."""
+    writing the mistake, None where that way does not show)."""
     arrays: dict = {}
     data = {
         "id": exercise.id, "module": exercise.module, "points": exercise.points, "timeout": exercise.timeout,
         "case_cpu": exercise.case_cpu, "memory_mb": exercise.memory_mb, "seed": PUBLIC_SEED,
-        "ladder": [list(r) for r in exercise.ladder],
+        "ladder": [list(r) for r in exercise.ladder], "hints": dict(exercise.hints),
         "cases": [{"name": c.name, "driver": c.driver, "inputs": _encode(c.inputs, arrays),
                    "weight": c.weight, "rtol": c.rtol, "atol": c.atol, "properties": list(c.properties),
-                   "timeout": c.timeout, "rung": c.rung,
+                   "timeout": c.timeout, "rung": c.rung, "features": dict(c.features),
                    "expected": _encode(e, arrays), "bugs": _encode(b, arrays)}
                   for c, e, b in zip(cases, expected, bugs)],
     }
@@ -108,19 +108,18 @@ def available(directory: Path = CASES_DIR) -> list[str]:
 def cases_of(data: dict) -> list[Case]:
     """The stored cases as the grader's ``Case`` objects (``scoring`` judges both alike)."""
     return [Case(c["name"], c["driver"], c["inputs"], c["weight"], c["rtol"], c["atol"], tuple(c["properties"]),
-                 c["timeout"], c.get("rung", 0)) for c in data["cases"]]
+                 c["timeout"], c.get("rung", 0), c.get("features", {})) for c in data["cases"]]
 
 
 def judge(data: dict, outputs: list) -> ExerciseResult:
     """Score one exercise from the learner's outputs on its stored cases, as the grader would."""
     cases, stored = cases_of(data), data["cases"]
 
-    def diagnoses(i):  # the known bugs whose stored output on case i the learner's matches
-        return [d for d, outs in stored[i]["bugs"].items()
-                if any(scoring.matches(outputs[i], out, cases[i]) for out in outs)]
+    def bugs(i, diagnosis=None):  # the known bugs that show on case i, their stored outputs
+        return stored[i]["bugs"] if diagnosis is None else stored[i]["bugs"].get(diagnosis)
 
-    return scoring.score(data["id"], data["points"], cases, outputs, [c["expected"] for c in stored], diagnoses,
-                         tuple(map(tuple, data.get("ladder", ()))))
+    return scoring.score(data["id"], data["points"], cases, outputs, [c["expected"] for c in stored], bugs,
+                         tuple(map(tuple, data.get("ladder", ()))), hints=data.get("hints", {}))
 
 
 # --------------------------------------------------------------------------- running

@@ -78,6 +78,10 @@ class Case:
     properties: tuple[str, ...] = ()
     timeout: float | None = None  # seconds; None = the exercise's default
     rung: int = 0  # its step on the exercise's ladder (``Exercise.ladder``): 0 is the simplest input
+    # What the inputs are, one value per feature, each worded as a condition a learner can read
+    # ({"lengths": "Lq = Lk", "dtype": "float32"}): a failing case and a passing one that differ
+    # in one feature alone name that feature as the cause (``scoring``); nothing else may.
+    features: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class Exercise:
     # the simplest input up. A report says the last rung that passed and the first that failed
     # ("Correct on E = kdim = vdim; fails on kdim != E: W_k maps kdim to E").
     ladder: tuple[tuple[str, str], ...] = ()
+    # What the code must do where a feature takes a value, keyed ``(feature, value)`` or
+    # ``feature``: said after a minimal pair isolates that feature ("fails on Lq != Lk: ...").
+    hints: dict = field(default_factory=dict)
 
     @property
     def module(self) -> str:

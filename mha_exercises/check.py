@@ -45,9 +45,7 @@ def check(exercise, *, time_limit: float | None = None) -> None:
     except (service.ServiceError, SubmissionError) as err:
         print(f"check({name!r}): could not grade: {_shown(err)}")
         return
-    print(verdict(report))
-    for line in _kernel_notes(package, name, exercise, sources, report):
-        print(_wrap(line, "   ", "     "))
+    print("\n".join(report_lines(package, name, exercise, sources, report)))
 
 
 def warm_up() -> None:
@@ -61,7 +59,62 @@ def warm_up() -> None:
     service.start()
 
 
-def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict) -> list[str]:
+def report_lines(package: str, name: str, exercise, sources: dict, report: dict) -> list[str]:
+    """What check() prints for ``report``: the verdict, then the notes on the package and kernel."""
+    broken = _not_compiling(sources)
+    chain = _imported_by(_module_of(name), sources, package)
+    blocking = [short for short in chain if short in broken and short != _module_of(name)]
+    notes = _package_notes(package, name, chain, broken, blocking) + _kernel_notes(
+        package, name, exercise, sources, report, broken)
+    return [verdict(report, blocked=bool(blocking))] + [_wrap(line, "   ", "     ") for line in notes]
+
+
+def _module_of(name: str) -> str | None:
+    from autograder.spec import MODULE_OF
+
+    return MODULE_OF.get(name)
+
+
+def _not_compiling(sources: dict) -> dict[str, str]:
+    """``{module: "SyntaxError at line 12: ..."}`` of the files that do not compile (compiled only,
+    never run: nothing of the learner's executes in this kernel here)."""
+    broken = {}
+    for short, source in sources.items():
+        try:
+            compile(source, f"{short}.py", "exec", dont_inherit=True)
+        except SyntaxError as err:
+            code = (err.text or "").strip()[:80]
+            broken[short] = (f"{type(err).__name__} at line {err.lineno}: {err.msg}"
+                             + (f" (`{code}`)" if code else ""))
+        except ValueError as err:  # a null byte in the source
+            broken[short] = f"the file cannot be compiled ({err})"
+    return broken
+
+
+def _imported_by(module: str | None, sources: dict, package: str) -> list[str]:
+    """``module`` and, transitively, the package modules it imports."""
+    todo, seen = [module] if module else [], []
+    while todo:
+        short = todo.pop()
+        if short in seen or short not in sources:
+            continue
+        seen.append(short)
+        todo += sorted(_imports(sources[short], package))
+    return seen
+
+
+def _package_notes(package: str, name: str, chain: list[str], broken: dict, blocking: list[str]) -> list[str]:
+    """A module the exercise's module imports does not compile: the package cannot be imported,
+    whatever this exercise scored with stand-ins for that module."""
+    notes = []
+    for short in blocking:
+        notes.append(f"note: {package}/{short}.py does not compile ({broken[short]}), and {chain[0]}.py imports "
+                     f"it, so `import {package}.{chain[0]}` fails: your {name} was checked with stand-ins for "
+                     f"{short}.py's functions. Fix {short}.py, save it, and check again.")
+    return notes
+
+
+def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict, broken=None) -> list[str]:
     """What the learner should know about the code this kernel runs vs the files just graded:
     older functions in the exercise's module or the modules it imports, a function passed
     that is not the file's, a check that ran unconfined."""
@@ -76,6 +129,8 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
         seen.append(short)
         todo += sorted(_imports(sources[short], package))
     for short in seen:
+        if short in (broken or {}):  # said plainly by _package_notes or the grader's "does not import"
+            continue
         old = outdated(here[short], sources[short]) if short in here else []
         if old:
             names = " and ".join(dict.fromkeys(q.split(".")[0] for q in old))
@@ -97,11 +152,14 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
     return notes
 
 
-def verdict(report: dict) -> str:
-    """A few lines: a mark, the score and status, then what is wrong (and the notes)."""
+def verdict(report: dict, blocked: bool = False) -> str:
+    """A few lines: a mark, the score and status, then what is wrong (and the notes).
+
+    ``blocked``: the package cannot be imported (a module the exercise's imports does not
+    compile), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
     lines = []
     for r in report["exercises"]:
-        mark = "✔" if r["status"] == "passed" else "✘"
+        mark = "✔" if r["status"] == "passed" and not blocked else "✘"
         n = len(r["cases"])
         passed = sum(c["passed"] for c in r["cases"])
         lines.append(f"{mark} {r['id']}: {_points(r['score'])}/{_points(r['max_score'])} points, "

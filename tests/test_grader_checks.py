@@ -82,7 +82,8 @@ def test_every_known_bug_is_caught_and_named_by_its_own_cases(exercise_id, diagn
 def test_exercises_follow_the_contract():
     for exercise in EXERCISES.values():
         cases = exercise.cases(np.random.default_rng(0))
-        assert 5 <= len(cases) <= 12, exercise.id
+        # MultiHeadAttention: each of the six parts a learner writes has cases that isolate it.
+        assert 5 <= len(cases) <= (14 if exercise.id == "MultiHeadAttention" else 12), exercise.id
         assert len({c.name for c in cases}) == len(cases), exercise.id  # names tell cases apart
         assert all(p in judge.PROPERTIES for c in cases for p in c.properties)
         # Seeded: the same rng seed gives the same inputs.
@@ -264,7 +265,8 @@ def test_from_torch_reference_matches_torch_itself():
         torch_layer.load_state_dict({k: torch.from_numpy(v) for k, v in inputs["torch_state"].items()})
         q, k, v = (torch.from_numpy(inputs[n]) for n in ("query", "key", "value"))
         # torch's attn_mask: True means "may NOT attend", and it wants (B*H, Lq, Lk) or (Lq, Lk).
-        mask = torch.from_numpy(np.broadcast_to(inputs["mask"], (q.shape[0], q.shape[1], k.shape[1])).copy())
+        allowed = np.ones((1, 1, 1), bool) if inputs["mask"] is None else inputs["mask"]
+        mask = torch.from_numpy(np.broadcast_to(allowed, (q.shape[0], q.shape[1], k.shape[1])).copy())
         attn_mask = (~mask).repeat_interleave(config["num_heads"], dim=0)
         with torch.no_grad():
             out, weights = torch_layer(q, k, v, attn_mask=attn_mask, average_attn_weights=False)

@@ -132,7 +132,9 @@ def test_a_harness_that_cannot_run_the_pruned_layer_says_so_and_names_the_dtype(
     assert float32.passed
     assert "W_q.weight is 'float32', expected 'float64'" in float64.feedback, float64.feedback
     assert "is a str" not in result.feedback
-    assert "Correct on a float32 layer pruned once; fails on a float64 layer" in result.feedback
+    # Every failing case is explained by the known bug: no minimal-pair sentence repeats it.
+    assert result.feedback.startswith("Your pruned layer's weights are float32 in a float64 layer"), result.feedback
+    assert "Correct on" not in result.feedback
 
 
 def test_every_cause_is_named_once_with_its_count():
@@ -158,7 +160,7 @@ def test_every_cause_is_named_once_with_its_count():
         assert "nan" not in case.name.lower() and "bug" not in case.name.lower()
 
 
-def test_the_ladder_names_the_rung_that_fails():
+def test_a_minimal_pair_names_the_feature_that_fails():
     base = reference.namespace().module("layer").MultiHeadAttention
 
     class IgnoresKdim(base):
@@ -166,8 +168,8 @@ def test_the_ladder_names_the_rung_that_fails():
             super().__init__(embed_dim, num_heads, bias=bias, dropout=dropout)
 
     result = judge.judge_in_process(EXERCISES["MultiHeadAttention"], IgnoresKdim)
-    assert "Correct on E = kdim = vdim and Lq = Lk; fails on kdim != E, vdim != E and Lq != Lk: " \
-           "W_k maps kdim -> E" in result.feedback, result.feedback
+    assert "Correct on kdim = vdim = E; fails on kdim, vdim != E, other features the same ('kdim, vdim != E' fails, " \
+           "'E = kdim = vdim, Lq = Lk, no mask' passes): W_k maps kdim -> E" in result.feedback, result.feedback
 
 
 def test_head_scores_are_located_by_layer_and_head():

@@ -101,13 +101,14 @@ def cases(exercise, seed: int, draw) -> list:
     stored = _read(path, "cases")
     if stored is not None and stored.get("for") == identity:  # not another's file renamed
         try:
-            return [Case(name, driver, inputs, weight, rtol, atol, tuple(properties), timeout, rung)
-                    for name, driver, inputs, weight, rtol, atol, properties, timeout, rung in stored["cases"]]
+            return [Case(name, driver, inputs, weight, rtol, atol, tuple(properties), timeout, rung, features)
+                    for name, driver, inputs, weight, rtol, atol, properties, timeout, rung, features
+                    in stored["cases"]]
         except (TypeError, ValueError):  # not the layout written below: drawn again
             pass
     drawn = draw()
-    rows = [[c.name, c.driver, c.inputs, c.weight, c.rtol, c.atol, list(c.properties), c.timeout, c.rung]
-            for c in drawn]
+    rows = [[c.name, c.driver, c.inputs, c.weight, c.rtol, c.atol, list(c.properties), c.timeout, c.rung,
+             dict(c.features)] for c in drawn]
     if _same(protocol.decode(protocol.encode(rows)[8:]), rows):
         _write(path, {"for": identity, "cases": rows})
     return drawn

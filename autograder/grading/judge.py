@@ -2,8 +2,8 @@
 
 Runs in the grader's process. For each case it runs the case's driver against the reference
 solutions (``reference.py``) for the expected output; on a mismatch it runs the exercise's
-known bugs on the same inputs, and the bug whose output the learner's matches names the
-likely cause. ``scoring.score`` compares, scores and words the feedback, exactly as the
+known bugs on the same inputs, and a bug whose output the learner's matches, and whose
+claim no other case contradicts (``scoring.stated_diagnoses``), names the likely cause. ``scoring.score`` compares, scores and words the feedback, exactly as the
 learner's self-check does on the stored public cases.
 """
 from __future__ import annotations
@@ -65,29 +65,38 @@ def variants(bug) -> tuple:
     return tuple(bug) if isinstance(bug, (tuple, list)) else (bug,)
 
 
-def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
-    """``{diagnosis: [outputs]}`` of the known bugs that show on ``case`` (their outputs differ
-    from ``expected``): what the release stores for its self-check to name a mistake."""
+def _shown(exercise: Exercise, case: Case, expected, diagnosis: str) -> list | None:
+    """One known bug's outputs on ``case``, one per way of writing it (None for a way that does
+    not show, or cannot run), or None when no way shows."""
     def compute():
-        shown = {}
-        for diagnosis, bug in exercise.bugs.items():
-            outs = [o for o in (_bug_output(case, exercise, v) for v in variants(bug))
-                    if o is not None and compare_outputs(o, expected, case, True) is not None]
-            if outs:
-                shown[diagnosis] = outs
-        return shown
+        outs = [o if o is not None and compare_outputs(o, expected, case, True) is not None else None
+                for o in (_bug_output(case, exercise, v) for v in variants(exercise.bugs[diagnosis]))]
+        return outs if any(o is not None for o in outs) else None
 
-    return _cached((case, exercise, shown_bugs), compute)
+    return _cached((case, exercise, diagnosis, _shown), compute)
+
+
+def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
+    """``{diagnosis: [output per way of writing it]}`` of the known bugs that show on ``case``
+    (an output that differs from ``expected``; None for a way that does not show or cannot
+    run): what the release stores for its self-check to name a mistake."""
+    shown = {d: _shown(exercise, case, expected, d) for d in exercise.bugs}
+    return {d: outs for d, outs in shown.items() if outs is not None}
 
 
 def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: list[str]) -> ExerciseResult:
     expected = [None if isinstance(o, CaseError) else reference_output(c) for c, o in zip(cases, outputs)]
 
-    def diagnoses(i):
-        return [d for d, outs in shown_bugs(exercise, cases[i], expected[i]).items()
-                if any(scoring.matches(outputs[i], out, cases[i]) for out in outs)]
+    def bugs(i, diagnosis=None):  # asked only about cases with the learner's data: their expected output exists
+        if diagnosis is not None:  # one bug, run only when a claim needs it checked on this case
+            return _shown(exercise, cases[i], expected[i], diagnosis)
+        return shown_bugs(exercise, cases[i], expected[i])
 
-    return scoring.score(exercise.id, exercise.points, cases, outputs, expected, diagnoses, exercise.ladder, notes)
+    return scoring.score(exercise.id, exercise.points, cases, outputs, expected, bugs, exercise.ladder, notes,
+                         exercise.hints)
+
+
+_DRAWN: dict = {}
 
 
 def judge_in_process(exercise: Exercise, implementation=None, seed: int = 0) -> ExerciseResult:
@@ -100,7 +109,10 @@ def judge_in_process(exercise: Exercise, implementation=None, seed: int = 0) -> 
     from .exercises import draw
 
     ns = reference.namespace(None if implementation is None else {exercise.id: implementation})
-    cases = draw.grading_cases(exercise, seed)
+    drawn = _DRAWN.get((exercise.id, seed))
+    if drawn is None or drawn[0] is not exercise:  # the same Case objects: the bugs' outputs are kept
+        drawn = _DRAWN[(exercise.id, seed)] = (exercise, draw.grading_cases(exercise, seed))
+    cases = drawn[1]
     outputs = []
     for case in cases:
         try:

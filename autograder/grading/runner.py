@@ -42,6 +42,7 @@ from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
 from . import cache
+from .arguments import describe_rejected
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
 PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy
@@ -276,7 +277,7 @@ def _answerer(proxies: dict[str, str]):
                 result = reference(*args, **kwargs)
             return protocol.encode({"result": result})
         except Exception as err:  # the learner's arguments made the reference fail
-            return protocol.encode({"error": f"{type(err).__name__}: {err}"[:500]})
+            return protocol.encode({"error": describe_rejected(name, args, kwargs, err)[:500]})
 
     return answer
 

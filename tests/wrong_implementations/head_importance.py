@@ -139,3 +139,6 @@ WRONG = {
     caller_mask_as_gate: "changes the caller's head_mask",
 }
 CORRECT = [with_backward, stacked]
+
+# A second mistake in the same code, whose diagnosis is true of it too.
+ALSO_TRUE = {bertology_backward: ["changes the caller's head_mask"]}

@@ -16,18 +16,30 @@ def summed(x):
     return x.sum(1)
 
 
+def swapped_with_features(x):
+    B, H, L, d = x.shape
+    return np.swapaxes(x, -1, -3).reshape(B, L, H * d)
+
+
+def four_axes_only(x):
+    B, H, L, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, L, H * d)
+
+
 def concatenate(x):
-    return np.concatenate([x[:, h] for h in range(x.shape[1])], axis=-1)
+    return np.concatenate([x[..., h, :, :] for h in range(x.shape[-3])], axis=-1)
 
 
 def einsum_then_reshape(x):
-    B, H, L, d = x.shape
-    return np.einsum("bhld->blhd", x).reshape(B, L, H * d)
+    *lead, H, L, d = x.shape
+    return np.einsum("...hld->...lhd", x).reshape(*lead, L, H * d)
 
 
 WRONG = {
     reshape_only: "without the transpose",
     interleaved: "interleaves the heads' features",
     summed: "sums the heads",
+    swapped_with_features: "swapaxes(-1, -3)",
+    four_axes_only: "accept any number of leading axes",
 }
 CORRECT = [concatenate, einsum_then_reshape]

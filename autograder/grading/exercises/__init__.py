@@ -41,6 +41,18 @@ with the reference so one mistake counts once), list it in the module's ``EXERCI
 and, for a new chapter module, add its one import line below. The id must be a row of ``spec.COURSE``
 (its module, chapter and points: the one place an exercise is declared).
 
+Each case says what its inputs are in ``features`` (the same keys for every case of the exercise,
+each value worded as a condition: ``{"lengths": "Lq = Lk", "dtype": "float32"}``), and
+``Exercise.hints`` says what the code must do where a feature takes a value (keyed by the value
+or the feature). The feedback names a feature as a cause only from a *minimal pair*: a failing
+case and a passing one that differ in that feature alone ("Correct on Lq = Lk; fails on Lq <
+Lk, other features the same: ..."; "Your code assumes Lq = Lk: with Lq < Lk it raises ... at layer.py line
+12" when the failing case raised). So build the cases in pairs: for every feature a hint names,
+a case that differs from a simpler one in that feature only (``tests/test_feedback_truth.py``
+checks it). A known bug's diagnosis is stated only where the learner's output is the bug's and
+no case contradicts it (``scoring.stated_diagnoses``): a learner right where the bug is wrong is
+not told the bug, so write each way of writing a mistake as its own variant.
+
 Cases climb a ladder (``Case.rung``, ``Exercise.ladder``): rung 0 is the simplest input
 (Lq = Lk, d_k = d_v, one width, float64), and each semantic property (fully masked rows,
 causal alignment, dtype kept, inputs untouched) is checked there too, so that code assuming

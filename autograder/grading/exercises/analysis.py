@@ -20,10 +20,12 @@ def entropy_cases(rng):
     def weights(dtype, mask=None, scale=2.0, shape=(B, H, Lq, Lk)):
         return masked_softmax(randn(rng, shape, dtype, scale), mask)
 
-    def case(name, w, dtype, sizes=sizes, rung=1):
+    def case(name, w, dtype, sizes=sizes, rung=1, rows="softmax rows"):
         tolerance = GUARDED_LOG if dtype == "float64" else {}
+        features = {"rank": f"{np.ndim(w)}-D weights", "dtype": dtype, "rows": rows,
+                    "zeros": "zero weights (0 log 0 = 0)" if (np.asarray(w) == 0).any() else "no zero weight"}
         return call_case(name, "attention_entropy", [w], dtype=dtype, sizes=sizes, properties=("inputs_unchanged",),
-                         rung=rung, **tolerance)
+                         rung=rung, features=features, **tolerance)
 
     masked = rng.random((B, H, Lq, Lk)) < 0.6
     masked[..., 0] = True
@@ -38,8 +40,9 @@ def entropy_cases(rng):
         case("float32 stays float32", weights("float32"), "float32"),
         case("zeros at masked keys and fully masked rows (0 log 0 = 0)", weights("float64", masked), "float64"),
         case("float32 with zeros", weights("float32", masked), "float32"),
-        case("one-hot rows have entropy 0", one_hot, "float64", dict(B=B, Lq=Lq, Lk=Lk)),
-        case("uniform rows (entropy log(Lk))", np.full((3, Lq, n), 1 / n), "float64", dict(B=3, Lq=Lq, Lk=n)),
+        case("one-hot rows have entropy 0", one_hot, "float64", dict(B=B, Lq=Lq, Lk=Lk), rows="one-hot rows"),
+        case("uniform rows (entropy log(Lk))", np.full((3, Lq, n), 1 / n), "float64", dict(B=3, Lq=Lq, Lk=n),
+             rows="uniform rows"),
     ]
 
 
@@ -73,6 +76,9 @@ ATTENTION_ENTROPY = Exercise(
     id="attention_entropy",
     cases=entropy_cases,
     ladder=(("2-D weights (Lq, Lk)", ""), ("weights with batch and head axes", "sum over the last axis only")),
+    hints={"4-D weights": "sum over the last axis only, whatever the leading axes",
+           "zero weights (0 log 0 = 0)": "take 0 log 0 = 0 (e.g. log of np.where(w > 0, w, 1))",
+           "float32": "keep the input's dtype"},
     bugs={
         "your output is in bits (log2): the entropy is asked in nats (natural log)": entropy_in_bits,
         "your output is NaN where a weight is 0: 0 * log(0) = 0 * -inf = NaN, so take 0 log 0 = 0 "

@@ -23,11 +23,14 @@ def softmax_cases(rng):
         offsets = spread * rng.integers(-1, 2, size=shape[:-1] + (1,))
         return (offsets + 3 * rng.standard_normal(shape)).astype(dtype)
 
-    def case(name, x, dtype, rung, **kw):
+    def case(name, x, dtype, rung, scale="logits of a few units", **kw):
+        features = {"rank": f"{x.ndim}-D input", "dtype": dtype, "scale": scale,
+                    "axis": {None: "the last axis", 0: "axis=0", 1: "axis=1 (a middle axis)"}[kw.get("axis")]}
         return call_case(name, "softmax", [x], kw, dtype=dtype, properties=("rows_sum_to_one", "inputs_unchanged"),
-                         sizes=dict(zip("BLN", x.shape)), rung=rung)
+                         sizes=dict(zip("BLN", x.shape)), rung=rung, features=features)
 
     far = np.stack([1e4 * (1 + rng.random()) - np.array([0.0, 1.0, 3.0]), 2 * rng.standard_normal(3)])
+    large = "logits of ±1e4 (±100 in float32)"
     return [
         case("2-D (L, N) float64, last axis", randn(rng, (4, 5), scale=2), "float64", 0),
         case("one row (1-D input)", randn(rng, (6,), scale=3), "float64", 0),
@@ -35,11 +38,11 @@ def softmax_cases(rng):
         case("3-D float32, last axis", randn(rng, (3, 4, 6), "float32", scale=2), "float32", 1),
         case("axis=0 of a 2-D array", randn(rng, (4, 7)), "float64", 2, axis=0),
         case("axis=1 of a 3-D array", randn(rng, (2, 5, 3)), "float64", 2, axis=1),
-        case("logits of ±1e4, float64", logits((4, 5), "float64"), "float64", 3),
+        case("logits of ±1e4, float64", logits((4, 5), "float64"), "float64", 3, scale=large),
         # float32: ±100 already overflows exp (beyond 88.7), and keeps a log-sum-exp softmax
         # exact to ulp(100) = 7.6e-6, within the float32 tolerance.
-        case("logits of ±100, float32", logits((3, 6), "float32", spread=100), "float32", 3),
-        case("one row near 1e4, one near 0", far, "float64", 3),
+        case("logits of ±100, float32", logits((3, 6), "float32", spread=100), "float32", 3, scale=large),
+        case("one row near 1e4, one near 0", far, "float64", 3, scale="one row near 1e4 and one near 0"),
     ]
 
 
@@ -76,6 +79,12 @@ SOFTMAX = Exercise(
     ladder=(("float64 arrays over the last axis", ""), ("float32 input", "keep the input's dtype"),
             ("an axis other than the last", "take the max and the sum along `axis`, with keepdims=True"),
             ("large logits (±1e4 in float64, ±100 in float32)", "subtract each row's own max before exp")),
+    hints={"float32": "keep the input's dtype",
+           "axis=0": "take the max and the sum along `axis`, with keepdims=True",
+           "axis=1 (a middle axis)": "take the max and the sum along `axis`, with keepdims=True",
+           "logits of ±1e4 (±100 in float32)": "subtract each row's own max before exp",
+           "one row near 1e4 and one near 0": "subtract each row's own max, not the whole array's",
+           "1-D input": "a 1-D input is one row"},
     bugs={
         # No magnitude in the sentence: it is attached to the ±100 and the ±1e4 cases alike.
         "your output matches softmax without subtracting the max first (exp of a large logit "
@@ -105,10 +114,14 @@ def attention_cases(rng):
     def self_qkv(dtype):  # (B, L, d): Lq = Lk and d_k = d_v
         return [randn(rng, (B, L, d), dtype) for _ in range(3)]
 
-    def case(name, args, dtype, mask=None, rung=1, sizes=sizes, **kw):
+    def case(name, args, dtype, mask=None, rung=1, sizes=sizes, mask_words="no mask", scale="scores of a few units"):
+        q, k, v = args
+        features = {"rank": f"{q.ndim}-D inputs", "lengths": "Lq = Lk" if q.shape[-2] == k.shape[-2] else "Lq != Lk",
+                    "head sizes": "d_k = d_v" if k.shape[-1] == v.shape[-1] else "d_k != d_v", "dtype": dtype,
+                    "mask": mask_words, "scale": scale}
         kwargs = {} if mask is None else {"mask": mask}
         return call_case(name, "scaled_dot_product_attention", args, kwargs, returns=("out", "weights"),
-                         sizes=sizes, dtype=dtype, properties=PROBABILITIES, rung=rung, **kw)
+                         sizes=sizes, dtype=dtype, properties=PROBABILITIES, rung=rung, features=features)
 
     def empty_rows(shape):
         mask = rng.random(shape) < 0.6
@@ -124,18 +137,28 @@ def attention_cases(rng):
     small = dict(B=B, Lq=3, Lk=5, d_k=4, d_v=6)
     exact = [(4 * rng.integers(-2, 3, (B, 3, 4))).astype("float32"),
              (4 * rng.integers(-2, 3, (B, 5, 4))).astype("float32"), randn(rng, (B, 5, 6), "float32")]
+    large = "scores of ~1e4 (~100 in float32)"
+    square4 = dict(B=B, H=H, L=L, d=d)
     return [
         case("3-D (B, L, d), no mask, float64", self_qkv("float64"), "float64", rung=0, sizes=simple),
         case("3-D (B, L, d), float32", self_qkv("float32"), "float32", rung=0, sizes=simple),
         case("3-D (B, L, d), mask (B, L, L) with fully masked rows", self_qkv("float64"), "float64",
-             empty_rows((B, L, L)), rung=0, sizes=simple),
+             empty_rows((B, L, L)), rung=0, sizes=simple, mask_words="a mask with fully masked rows"),
+        case("4-D (B, H, L, d), Lq = Lk, d_k = d_v", [randn(rng, (B, H, L, d)) for _ in range(3)], "float64",
+             sizes=square4),
+        case("3-D, Lq < Lk", [randn(rng, (B, Lq, d)), randn(rng, (B, Lk, d)), randn(rng, (B, Lk, d))], "float64",
+             sizes=dict(B=B, Lq=Lq, Lk=Lk, d=d)),
+        case("3-D, d_k != d_v", [randn(rng, (B, L, d)), randn(rng, (B, L, d)), randn(rng, (B, L, d_v))], "float64",
+             sizes=dict(B=B, L=L, d_k=d, d_v=d_v)),
         case("4-D (B, H, Lq, d_k), Lq < Lk, d_k != d_v, no mask", qkv("float64"), "float64"),
-        case("4-D, padding mask (B, 1, 1, Lk)", qkv("float64"), "float64", padding),
-        case("4-D float32, causal mask (Lq, Lk)", qkv("float32"), "float32", cases.causal(Lq, Lk)),
-        case("4-D, mask (B, H, Lq, Lk) with fully masked rows", qkv("float64"), "float64", empty_rows((B, H, Lq, Lk))),
-        case("scores up to ~2e4, causal mask, float64", qkv("float64", scale=80.0), "float64", cases.causal(Lq, Lk),
-             rung=2),
-        case("scores up to ±128, float32", exact, "float32", rung=2, sizes=small),
+        case("4-D float32, padding mask (B, 1, 1, Lk)", qkv("float32"), "float32", padding,
+             mask_words="a padding mask (B, 1, 1, Lk)"),
+        case("4-D, causal mask (Lq, Lk)", qkv("float64"), "float64", cases.causal(Lq, Lk),
+             mask_words="a causal mask (Lq, Lk)"),
+        case("4-D, mask (B, H, Lq, Lk) with fully masked rows", qkv("float64"), "float64", empty_rows((B, H, Lq, Lk)),
+             mask_words="a mask with fully masked rows"),
+        case("4-D, scores up to ~2e4, float64", qkv("float64", scale=80.0), "float64", rung=2, scale=large),
+        case("3-D, scores up to ±128, float32", exact, "float32", rung=2, sizes=small, scale=large),
     ]
 
 
@@ -217,6 +240,13 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
             ("a head axis, Lq != Lk and d_k != d_v", "scores are (..., Lq, Lk) = q @ k^T over the last two "
              "axes only (swapaxes(-1, -2), not .T), and the output takes d_v features from v"),
             ("scores of ~1e4 (~100 in float32)", "subtract each row's max before exp")),
+    hints={"4-D inputs": "scores are (..., Lq, Lk) = q @ k^T over the last two axes only (swapaxes(-1, -2), not .T)",
+           "Lq != Lk": "the scores are (..., Lq, Lk): queries along one axis, keys along the other",
+           "d_k != d_v": "scale by sqrt(d_k), the queries' width, and the output takes d_v features from v",
+           "float32": "keep the input's dtype",
+           "a mask with fully masked rows": "masked keys get weight exactly 0, and a fully masked row all zeros",
+           "a causal mask (Lq, Lk)": "the mask broadcasts against the scores (..., Lq, Lk)",
+           "scores of ~1e4 (~100 in float32)": "subtract each row's max before exp"},
     uses=("softmax", "masked_softmax"),
     bugs={
         "your output matches attention without the 1/sqrt(d_k) scale": attention_no_scale,

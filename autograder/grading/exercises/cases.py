@@ -29,10 +29,11 @@ def randn(rng, shape, dtype="float64", scale=1.0):
 
 
 def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None, dtype="float64",
-              weight=1.0, properties=(), as_tensors=False, rung=0, **tolerance):
+              weight=1.0, properties=(), as_tensors=False, rung=0, features=None, **tolerance):
     """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable).
 
-    ``as_tensors=True`` hands the array inputs to the function as torch tensors.
+    ``as_tensors=True`` hands the array inputs to the function as torch tensors; ``features``
+    describes the inputs (``Case.features``).
     """
     tol = {**TOLERANCE[dtype], **tolerance}
     inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}),
@@ -40,7 +41,14 @@ def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None
     if as_tensors:
         inputs["as_tensors"] = True
     return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), rung=rung,
-                **tol)
+                features=dict(features or {}), **tol)
+
+
+def raises_case(name, function, args, kwargs=None, *, sizes=None, rung=0, features=None, expected="ValueError"):
+    """A case of inputs the contract says ``function`` must refuse with ``expected``."""
+    inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}), "sizes": dict(sizes or {}),
+              "expected": expected}
+    return Case(name=name, driver="call_raises", inputs=inputs, rung=rung, features=dict(features or {}))
 
 
 def causal(num_queries, num_keys):

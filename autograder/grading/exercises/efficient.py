@@ -25,13 +25,22 @@ def chunked_cases(rng):
                 randn(rng, (*lead, lk, dv), dtype), chunk]
         sizes = dict(B=B, **({"H": H} if heads else {}), **({"L": lq} if lq == lk else {"Lq": lq, "Lk": lk}),
                      **({"d": d_k} if same_d else {"d_k": d_k, "d_v": d_v}))
+        chunking = ("chunk_size 1" if chunk == 1 else "chunk_size > Lk" if chunk > lk else
+                    "chunk_size divides Lk" if lk % chunk == 0 else "chunk_size does not divide Lk")
+        features = {"lengths": "Lq = Lk" if lq == lk else ("Lq < Lk" if lq < lk else "Lq > Lk"),
+                    "head sizes": "d_k = d_v" if same_d else "d_k != d_v", "chunks": chunking,
+                    "causal": "causal" if causal else "not causal", "dtype": dtype,
+                    "rank": "4-D inputs" if heads else "3-D inputs",
+                    "scale": "scores of about a hundred" if scale > 1 else "scores of a few units"}
         return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, **tolerance)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tolerance)
 
     return [
         case("Lq = Lk = 8, d_k = d_v, chunk_size 4", 8, 8, 4, same_d=True, rung=0),
-        case("Lq = Lk = 7, d_k = d_v, causal, chunk_size 3", 7, 7, 3, causal=True, same_d=True, rung=0),
-        case("Lq = Lk = 6, d_k = d_v, float32, chunk_size 2", 6, 6, 2, dtype="float32", same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k = d_v, causal, chunk_size 4", 8, 8, 4, causal=True, same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k = d_v, float32, chunk_size 4", 8, 8, 4, dtype="float32", same_d=True, rung=0),
+        case("Lq = Lk = 8, d_k != d_v, chunk_size 4", 8, 8, 4),
+        case("Lq 4 < Lk 8, d_k = d_v, chunk_size 4", 4, 8, 4, same_d=True),
         case("Lq 5, Lk 11, chunk_size 4 (does not divide Lk)", 5, 11, 4),
         case("causal, Lq < Lk, chunk_size 2", 4, 9, 2, causal=True),
         # Lq > Lk: the first Lq - Lk queries see no key at all. With the end-aligned mask this is
@@ -87,6 +96,12 @@ def _chunked_bug(name, **knobs):
 CHUNKED_ATTENTION = Exercise(
     id="chunked_attention",
     cases=chunked_cases,
+    hints={"causal": "the causal mask is end-aligned: query i sees keys j <= i + Lk - Lq, at their absolute "
+                     "positions in every chunk",
+           "float32": "keep the input's dtype",
+           "d_k != d_v": "the output has d_v features (from v); scale by sqrt(d_k)",
+           "Lq < Lk": "the scores of a chunk are (..., Lq, C): queries along one axis, the chunk's keys along the "
+                      "other"},
     ladder=(("Lq = Lk and d_k = d_v", ""),
             ("Lq != Lk, d_k != d_v, or a chunk_size that does not divide Lk", "the output has d_v features "
              "(from v), the causal mask is end-aligned (query i sees keys j <= i + Lk - Lq), and the last "
@@ -120,8 +135,12 @@ CHUNKED_ATTENTION = Exercise(
 def repeat_cases(rng):
     def case(name, B, kv, L, d, n_rep, dtype="float64"):
         sizes = {"B": B, "Hkv": kv, "L": L, "d": d, "Hkv*n_rep": kv * n_rep}
+        features = {"kv heads": "one kv head" if kv == 1 else "several kv heads",
+                    "n_rep": "n_rep 1" if n_rep == 1 else "n_rep > 1", "dtype": dtype,
+                    "positions": "one position" if L == 1 else "several positions"}
         return call_case(name, "repeat_kv", [randn(rng, (B, kv, L, d), dtype), n_rep], sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, rung=int(kv > 1 and n_rep > 1))
+                         properties=("inputs_unchanged",), as_tensors=True, rung=int(kv > 1 and n_rep > 1),
+                         features=features)
 
     return [
         case("3 kv heads, n_rep 2", 2, 3, 4, 5, 2),
@@ -146,6 +165,9 @@ def repeat_kv_on_sequence_axis(x, n_rep):
 REPEAT_KV = Exercise(
     id="repeat_kv",
     cases=repeat_cases,
+    hints={"n_rep > 1": "each head repeated n_rep times in a row (0, 0, 1, 1), along the head axis (dim 1)",
+           "several kv heads": "each head repeated n_rep times in a row (0, 0, 1, 1), along the head axis (dim 1)",
+           "float32": "keep the input's dtype"},
     ladder=(("one key/value head, or n_rep 1", ""),
             ("several key/value heads repeated", "each head repeated n_rep times in a row (0, 0, 1, 1), "
              "along the head axis (dim 1)")),
@@ -180,7 +202,14 @@ def gqa_cases(rng):
                       causal=causal, dtype=dtype, sizes=sizes)
         if past:  # keys and values of Lp earlier tokens, as a cache would hold them
             inputs["past"] = {"keys": randn(rng, (B, kv, Lp, d), dtype), "values": randn(rng, (B, kv, Lp, d), dtype)}
-        return Case(name=name, driver="gqa_forward", inputs=inputs, rung=2 if past else rung, **TOLERANCE[dtype])
+        features = {"kv heads": ("num_kv_heads = num_heads" if kv == H else
+                                 "num_kv_heads = 1" if kv == 1 else "num_kv_heads < num_heads"),
+                    "causal": "causal" if causal else "not causal", "dtype": dtype,
+                    "bias": "bias=True" if bias else "bias=False",
+                    "mask": "no mask" if mask is None else "a boolean mask",
+                    "cache": "new tokens after cached ones" if past else "no cache"}
+        return Case(name=name, driver="gqa_forward", inputs=inputs, rung=2 if past else rung, features=features,
+                    **TOLERANCE[dtype])
 
     empty_rows = rng.random((B, 1, L, L)) < 0.5  # (B, 1, Lq, Lk): shared by the heads
     empty_rows[0, 0, 1] = False  # a query that may attend to nothing
@@ -191,6 +220,7 @@ def gqa_cases(rng):
         case("multi-head (num_kv_heads = num_heads), no mask", H, rung=0),
         case("multi-head (num_kv_heads = num_heads), causal", H, causal=True, rung=0),
         case("6 query heads, 2 kv heads, no mask", 2),
+        case("6 query heads, 2 kv heads, causal", 2, causal=True),
         case("multi-query (num_kv_heads = 1), causal, float32", 1, "float32", causal=True),
         case("3 kv heads, bias=False, causal", 3, bias=False, causal=True),
         case("boolean mask (B, 1, Lq, Lk) with a fully masked row", 2, mask=empty_rows),
@@ -243,6 +273,11 @@ def _gqa_bug(name, **knobs):
 GROUPED_QUERY_ATTENTION = Exercise(
     id="GroupedQueryAttention",
     cases=gqa_cases,
+    hints={"num_kv_heads < num_heads": "W_k and W_v project to num_kv_heads * head_dim, and query head h reads "
+                                       "key/value head h // (num_heads // num_kv_heads)",
+           "causal": "a causal mask hides the keys after each query",
+           "new tokens after cached ones": "the causal mask is end-aligned: the new tokens are the last Lq of the Lk "
+                                           "positions"},
     ladder=(("num_kv_heads = num_heads (plain multi-head attention)", ""),
             ("fewer key/value heads than query heads", "W_k and W_v project to num_kv_heads * head_dim, and "
              "query head h reads key/value head h // (num_heads // num_kv_heads)"),
@@ -272,17 +307,27 @@ def cache_cases(rng):
         sizes = {"B": B, "Hkv": H, "d": d, **({} if dv == d else {"d_v": dv})}
         inputs = dict(keys=[randn(rng, (B, H, n, d), dtype) for n in lengths],
                       values=[randn(rng, (B, H, n, dv), dtype) for n in lengths], sizes=sizes)
-        return Case(name=name, driver="kv_cache_updates", inputs=inputs, rung=rung, **TOLERANCE[dtype])
+        steps = ("a prompt, then single positions" if lengths[0] > 1 and set(lengths[1:]) == {1} else
+                 "one position at a time" if set(lengths) == {1} else "one update" if len(lengths) == 1 else
+                 "updates of several positions")
+        features = {"check": "updates", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
+                    "steps": steps}
+        return Case(name=name, driver="kv_cache_updates", inputs=inputs, rung=rung, features=features,
+                    **TOLERANCE[dtype])
 
     def decode(name, length, prompt, dtype="float64", dv=d_v, rung=1):
         sizes = {"B": B, "H": H, "L": length, "d": d, **({} if dv == d else {"d_v": dv})}
         inputs = dict(q=randn(rng, (B, H, length, d), dtype), k=randn(rng, (B, H, length, d), dtype),
                       v=randn(rng, (B, H, length, dv), dtype), prompt=prompt, sizes=sizes)
-        return Case(name=name, driver="kv_cache_decode", inputs=inputs, rung=rung, **TOLERANCE[dtype])
+        features = {"check": "decoding", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
+                    "steps": "from the first token" if prompt == 1 else "after a prompt"}
+        return Case(name=name, driver="kv_cache_decode", inputs=inputs, rung=rung, features=features,
+                    **TOLERANCE[dtype])
 
     return [
         updates("d_v = d_k: a prompt of 3 positions, then 1, 1", [3, 1, 1], dv=d, rung=0),
         decode("d_v = d_k: decoding 4 positions after a prompt of 2", 6, 2, dv=d, rung=0),
+        updates("a prompt of 4 positions, then 1, 1", [4, 1, 1]),
         updates("a prompt of 6 positions, then 1, 1, 2", [6, 1, 1, 2]),
         updates("one position at a time, float32", [1, 1, 1], "float32"),
         updates("a single update of 7 positions", [7]),
@@ -326,6 +371,7 @@ def _cache_bug(name, **knobs):
 KV_CACHE = Exercise(
     id="KVCache",
     cases=cache_cases,
+    hints={"d_v != d_k": "keys and values are stored separately, each with its own last axis"},
     ladder=(("keys and values of the same width (d_v = d_k)", ""),
             ("values wider than keys (d_v != d_k)", "keys and values are stored separately, each with its own "
              "last axis")),

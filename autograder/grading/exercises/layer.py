@@ -41,37 +41,47 @@ LAYER_PROPERTIES = ("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"
 
 
 def mha_function_cases(rng):
-    B, H, Lq, Lk, d_k, d_v, E_q, E_k, E_v, E_out = 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
-    cross = dict(B=B, Lq=Lq, Lk=Lk, d_k=d_k, d_v=d_v, E_q=E_q, E_k=E_k, E_v=E_v, E_out=E_out)
+    B, H = 2, 3
 
-    def cross_case(name, dtype, mask=None, bias=True, heads=H):
-        sizes = {**cross, "H": heads, "H*d_k": heads * d_k, "H*d_v": heads * d_v}
-        args = [randn(rng, (B, Lq, E_q), dtype), randn(rng, (B, Lk, E_k), dtype), randn(rng, (B, Lk, E_v), dtype),
-                _params(rng, dtype, E_q, E_k, E_v, heads, d_k, d_v, E_out, bias), heads]
+    def case(name, dtype="float64", mask=None, bias=True, heads=H, same_input=True, Lq=5, Lk=5, E_q=8, E_k=8,
+             E_v=8, d_k=4, d_v=4, E_out=10, rung=0, mask_words="no mask"):
+        if same_input:  # one input for query, key and value: the simplest rung of the ladder
+            x = randn(rng, (B, Lq, E_q), dtype)
+            query, key, value = x, x.copy(), x.copy()
+        else:
+            query, key, value = (randn(rng, (B, n, e), dtype) for n, e in ((Lq, E_q), (Lk, E_k), (Lk, E_v)))
+        sizes = dict(B=B, H=heads, Lq=Lq, Lk=Lk, E_q=E_q, E_k=E_k, E_v=E_v, d_k=d_k, d_v=d_v, E_out=E_out)
+        sizes.update({"H*d_k": heads * d_k, "H*d_v": heads * d_v})
+        features = {"heads": "one head" if heads == 1 else "several heads", "dtype": dtype, "mask": mask_words,
+                    "bias": "biases" if bias else "no biases",
+                    "input": "query = key = value" if same_input else "distinct query, key and value",
+                    "lengths": "Lq = Lk" if Lq == Lk else "Lq != Lk",
+                    "key widths": "E_k = E_v = E_q" if E_q == E_k == E_v else "E_k, E_v != E_q",
+                    "head sizes": "d_k = d_v" if d_k == d_v else "d_k != d_v"}
+        args = [query, key, value, _params(rng, dtype, E_q, E_k, E_v, heads, d_k, d_v, E_out, bias), heads]
         return call_case(name, "multi_head_attention", args, {} if mask is None else {"mask": mask},
-                         returns=("out", "weights"), sizes=sizes, dtype=dtype, properties=LAYER_PROPERTIES, rung=1)
+                         returns=("out", "weights"), sizes=sizes, dtype=dtype, properties=LAYER_PROPERTIES,
+                         rung=rung, features=features)
 
-    def self_case(name, dtype, mask=None, heads=H):
-        # One input for query, key and value, d_k = d_v: the simplest rung of the ladder.
-        L, E, d, E_o = 5, 8, 4, 10
-        x = randn(rng, (B, L, E), dtype)
-        args = [x, x.copy(), x.copy(), _params(rng, dtype, E, E, E, heads, d, d, E_o), heads]
-        sizes = {"B": B, "H": heads, "L": L, "E": E, "d": d, "E_out": E_o, "H*d": heads * d}
-        return call_case(name, "multi_head_attention", args, {} if mask is None else {"mask": mask},
-                         returns=("out", "weights"), sizes=sizes, dtype=dtype, properties=LAYER_PROPERTIES, rung=0)
-
-    padding, causal_, empty_rows, per_head = _masks(rng, B, H, Lq, Lk)
+    cross = dict(same_input=False, Lq=4, Lk=5, E_q=8, E_k=9, E_v=10, d_k=6, d_v=7, E_out=11, rung=1)
+    padding, _, empty_rows, _ = _masks(rng, B, H, 5, 5)
+    _, causal_, _, per_head = _masks(rng, B, H, 4, 5)
     return [
-        self_case("self-attention, one head, float64", "float64", heads=1),
-        self_case("self-attention, 3 heads, float64", "float64"),
-        self_case("self-attention, float32, causal mask", "float32", causal(5, 5)),
-        self_case("self-attention, mask (B, L, L) with fully masked rows", "float64", _masks(rng, B, H, 5, 5)[2]),
-        cross_case("cross-attention, biases, no mask, float64", "float64"),
-        cross_case("cross-attention, float32, padding mask (B, 1, Lk)", "float32", padding),
-        cross_case("cross-attention, no biases, causal mask (Lq, Lk)", "float64", causal_, bias=False),
-        cross_case("cross-attention, mask (B, Lq, Lk) with fully masked rows", "float64", empty_rows),
-        cross_case("cross-attention, 4-D mask per head (B, H, Lq, Lk)", "float64", per_head),
-        cross_case("cross-attention, one head, padding mask", "float64", padding, heads=1),
+        case("self-attention, 3 heads, float64"),
+        case("self-attention, one head", heads=1),
+        case("self-attention, float32", "float32"),
+        case("self-attention, padding mask (B, 1, L)", mask=padding, mask_words="a padding mask (B, 1, Lk)"),
+        case("self-attention, mask (B, L, L) with fully masked rows", mask=empty_rows,
+             mask_words="a mask (B, Lq, Lk) with fully masked rows"),
+        case("self-attention, no biases", bias=False),
+        case("distinct query, key and value arrays", same_input=False),
+        case("Lq != Lk", same_input=False, Lq=4, rung=1),
+        case("E_k, E_v != E_q", same_input=False, E_k=9, E_v=10, rung=1),
+        case("d_k != d_v", same_input=False, d_v=6, rung=1),
+        case("cross-attention, float32, causal mask (Lq, Lk)", "float32", causal_, mask_words="a causal mask (Lq, Lk)",
+             **cross),
+        case("cross-attention, 4-D mask per head (B, H, Lq, Lk)", mask=per_head,
+             mask_words="a 4-D mask per head (B, H, Lq, Lk)", **cross),
     ]
 
 
@@ -148,6 +158,16 @@ MULTI_HEAD_ATTENTION = Exercise(
             ("cross-attention (E_q, E_k, E_v, E_out and d_k, d_v all different, Lq != Lk)",
              "W_k reads E_k features and W_v reads E_v; the heads' values have d_v features; W_o maps H*d_v "
              "to E_out")),
+    hints={"Lq != Lk": "the scores are (B, H, Lq, Lk): the number of keys comes from key, not from query",
+           "E_k, E_v != E_q": "W_k reads E_k features and W_v reads E_v",
+           "d_k != d_v": "the heads' values have d_v features, and W_o maps H*d_v to E_out",
+           "distinct query, key and value": "queries come from query, keys from key, values from value",
+           "a mask (B, Lq, Lk) with fully masked rows": "a (B, Lq, Lk) mask is shared by the heads: give it a head "
+                                                        "axis, mask[:, None]; a fully masked row gets all-zero weights",
+           "a padding mask (B, 1, Lk)": "a (B, 1, Lk) mask is shared by the heads: give it a head axis, mask[:, None]",
+           "no biases": "a missing bias means no bias",
+           "float32": "keep the input's dtype",
+           "one head": "one head is the whole width: H*d_k features in one head"},
     uses=("split_heads", "merge_heads", "scaled_dot_product_attention", "masked_softmax", "softmax"),
     bugs={
         "your output matches heads split (and merged) with a reshape but no transpose: positions get "
@@ -168,7 +188,13 @@ MULTI_HEAD_ATTENTION = Exercise(
 
 def count_cases(rng):
     def case(name, *args, rung=0, **kwargs):
-        return call_case(name, "parameter_count", list(args), kwargs, rung=rung)
+        given = dict(zip(("value_dim", "output_dim", "bias"), args[3:]), **kwargs)
+        features = {"heads": "one head" if args[1] == 1 else "several heads",
+                    "value_dim": "value_dim given" if "value_dim" in given else "value_dim defaulted",
+                    "output_dim": "output_dim given" if "output_dim" in given else "output_dim defaulted",
+                    "bias": "bias=False" if given.get("bias", True) is False else "bias=True",
+                    "call": "all six arguments positional" if len(args) == 6 else "keyword arguments"}
+        return call_case(name, "parameter_count", list(args), kwargs, rung=rung, features=features)
 
     def dims(n):  # distinct sizes, so that a swapped argument shows
         return [int(x) for x in rng.choice(np.arange(3, 130), n, replace=False)]
@@ -178,10 +204,11 @@ def count_cases(rng):
         case("query_dim, num_heads, key_dim; the rest defaulted", q, int(rng.integers(2, 9)), k),
         case("one head, the rest defaulted", dims(1)[0], 1, k),
         case("value_dim given", q, int(rng.integers(2, 9)), k, value_dim=v, rung=1),
+        case("output_dim given", o, int(rng.integers(2, 9)), k, output_dim=q, rung=1),
         case("value_dim and output_dim given", v, int(rng.integers(2, 9)), k, value_dim=q, output_dim=o, rung=1),
         case("bias=False", q, int(rng.integers(2, 9)), o, bias=False, rung=2),
         case("output_dim given, bias=False", k, int(rng.integers(2, 9)), v, output_dim=o, bias=False, rung=2),
-        case("one head, all six arguments positional", dims(1)[0], 1, *dims(3), True, rung=2),
+        case("all six arguments positional", *dims(4)[:1], int(rng.integers(2, 9)), *dims(3), True, rung=2),
     ]
 
 
@@ -202,6 +229,10 @@ def parameter_count_value_dim_defaults_to_query_dim(query_dim, num_heads, key_di
                                      output_dim, bias)
 
 
+def parameter_count_ignores_value_dim(query_dim, num_heads, key_dim, value_dim=None, output_dim=None, bias=True):
+    return reference_parameter_count(query_dim, num_heads, key_dim, None, output_dim, bias)
+
+
 def parameter_count_ignores_output_dim(query_dim, num_heads, key_dim, value_dim=None, output_dim=None, bias=True):
     return reference_parameter_count(query_dim, num_heads, key_dim, value_dim, None, bias)
 
@@ -217,6 +248,14 @@ PARAMETER_COUNT = Exercise(
     ladder=(("value_dim and output_dim defaulted", ""),
             ("value_dim or output_dim given", "W_v has num_heads * value_dim outputs and W_o maps them to output_dim"),
             ("bias=False", "without biases only the four weight matrices count")),
+    hints={"value_dim given": "W_v has num_heads * value_dim outputs, and W_o reads them",
+           "output_dim given": "W_o maps num_heads * value_dim features to output_dim",
+           "bias=False": "without biases only the four weight matrices count",
+           "bias=True": "each projection has one bias per output feature: num_heads * key_dim for W_q and W_k, "
+                        "num_heads * value_dim for W_v, output_dim for W_o",
+           "all six arguments positional": "the arguments come in the order query_dim, num_heads, key_dim, "
+                                           "value_dim, output_dim, bias",
+           "one head": "key_dim and value_dim are per head"},
     bugs={
         "your count leaves out the biases (bias=True has one per output feature of each projection)":
             parameter_count_without_biases,
@@ -228,6 +267,8 @@ PARAMETER_COUNT = Exercise(
             parameter_count_without_output_bias,
         "your count ignores output_dim: W_o maps num_heads * value_dim features to output_dim":
             parameter_count_ignores_output_dim,
+        "your count ignores value_dim: W_v has num_heads * value_dim outputs (value_dim defaults to key_dim only "
+        "when it is not given)": parameter_count_ignores_value_dim,
     },
 )
 

@@ -41,53 +41,76 @@ def _torch_state(rng, E, kdim, vdim, bias):
     return state
 
 
+# The parts of the layer a learner writes; each case names the one it checks (the report
+# groups the verdicts by part), and differs from the first case in that part's feature alone.
+PARTS = ("projections and shapes", "forward", "masks", "dropout", "head_mask", "from_torch")
+
+
 def layer_cases(rng):
-    B, H, Lq, Lk, d, kdim, vdim = 2, 3, 4, 5, 6, 7, 11
+    B, H, L, Lk, d, kdim, vdim = 2, 3, 4, 5, 6, 7, 11
     E = H * d
-    sizes = dict(B=B, H=H, Lq=Lq, Lk=Lk, d=d, E=E, kdim=kdim, vdim=vdim)
-    square = dict(B=B, H=H, L=Lq, d=d, E=E)
+    all_sizes = dict(B=B, H=H, Lq=L, Lk=Lk, d=d, E=E, kdim=kdim, vdim=vdim)
 
-    def inputs(dtype="float64", cross=True, bias=True, dropout=0.0):
-        k_in, v_in, lk = (kdim, vdim, Lk) if cross else (E, E, Lq)
-        config = dict(embed_dim=E, num_heads=H, kdim=k_in if cross else None, vdim=v_in if cross else None,
-                      bias=bias, dropout=dropout)
-        return dict(config=config, state=_linear_state(rng, E, k_in, v_in, bias), query=randn(rng, (B, Lq, E), dtype),
-                    key=randn(rng, (B, lk, k_in), dtype), value=randn(rng, (B, lk, v_in), dtype), dtype=dtype,
-                    sizes=sizes if cross else square)
-
-    def case(name, driver, inputs, rung, dtype="float64", properties=LAYER_PROPERTIES, tolerance=None):
-        return Case(name=name, driver=driver, inputs=inputs, properties=properties, rung=rung,
-                    **(tolerance or TOLERANCE[dtype]))
-
-    padding, causal_, empty_rows, per_head = _masks(rng, B, H, Lq, Lk)
-    gradients = {**inputs(), "mask": padding & causal_,
-                 "grad_out": randn(rng, (B, Lq, E)), "grad_weights": randn(rng, (B, H, Lq, Lk))}
-
-    def from_torch(cross, bias, mask):
+    def case(name, part, driver="mha_forward", *, dtype="float64", widths="kdim = vdim = E", lengths="Lq = Lk",
+             bias=True, mask=None, mask_words="no mask", head_mask=None, dropout=0.0, check="forward", extra=None,
+             properties=LAYER_PROPERTIES, tolerance=None):
+        cross, lk = widths != "kdim = vdim = E", Lk if lengths != "Lq = Lk" else L
         k_in, v_in = (kdim, vdim) if cross else (E, E)
-        config = dict(embed_dim=E, num_heads=H, kdim=k_in, vdim=v_in, bias=bias)
-        return dict(config=config, torch_state=_torch_state(rng, E, k_in, v_in, bias), query=randn(rng, (B, Lq, E)),
-                    key=randn(rng, (B, Lk, k_in)), value=randn(rng, (B, Lk, v_in)), mask=mask, sizes=sizes)
+        sizes = {n: v for n, v in all_sizes.items() if (cross or n not in ("kdim", "vdim"))}
+        if lk == L:
+            sizes = {("L" if n == "Lq" else n): v for n, v in sizes.items() if n != "Lk"}
+        inputs = dict(query=randn(rng, (B, L, E), dtype), key=randn(rng, (B, lk, k_in), dtype),
+                      value=randn(rng, (B, lk, v_in), dtype), sizes=sizes)
+        if driver == "mha_from_torch":
+            inputs.update(config=dict(embed_dim=E, num_heads=H, kdim=k_in, vdim=v_in, bias=bias),
+                          torch_state=_torch_state(rng, E, k_in, v_in, bias), mask=mask)
+        else:
+            inputs.update(config=dict(embed_dim=E, num_heads=H, kdim=k_in if cross else None,
+                                      vdim=v_in if cross else None, bias=bias, dropout=dropout),
+                          state=_linear_state(rng, E, k_in, v_in, bias), dtype=dtype)
+            if mask is not None:
+                inputs["mask"] = mask
+            if head_mask is not None and driver == "mha_forward":
+                inputs["head_mask"] = head_mask
+        inputs.update(extra or {})
+        features = {"part": part, "widths": widths, "lengths": lengths, "dtype": dtype,
+                    "bias": "bias=True" if bias else "bias=False", "mask": mask_words,
+                    "head_mask": "no head_mask" if head_mask is None else "a head_mask (1, 0, 0.5)",
+                    "mode": "eval mode" if dropout == 0 else "dropout=0.5, in eval and in training mode",
+                    "check": check}
+        return Case(name=name, driver=driver, inputs=inputs, properties=properties, rung=_RUNGS[part],
+                    features=features, **(tolerance or TOLERANCE[dtype]))
 
+    square_masks = _masks(rng, B, H, L, L)
+    padding, causal_, _, _ = _masks(rng, B, H, L, Lk)
+    head_mask = np.array([1.0, 0.0, 0.5])
+    gradients = {"grad_out": randn(rng, (B, L, E)), "grad_weights": randn(rng, (B, H, L, L))}
     return [
-        case("kdim = vdim = E, Lq = Lk, no mask", "mha_forward", inputs(cross=False), 0),
-        case("kdim = vdim = E, Lq = Lk, float32", "mha_forward", inputs("float32", cross=False), 0, "float32"),
-        case("kdim = vdim = E, mask (B, L, L) with fully masked rows", "mha_forward",
-             {**inputs(cross=False), "mask": _masks(rng, B, H, Lq, Lq)[2]}, 0),
-        case("kdim = vdim = E, dropout=0 in training mode", "mha_forward", {**inputs(cross=False), "train": True}, 0),
-        case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk)", "mha_forward", {**inputs(), "mask": causal_}, 1),
-        case("kdim, vdim != E, float32, padding mask (B, 1, Lk)", "mha_forward", {**inputs("float32"), "mask": padding},
-             1, "float32"),
-        case("kdim, vdim != E, 4-D mask per head, head_mask (1, 0, 0.5)", "mha_forward",
-             {**inputs(), "mask": per_head, "head_mask": np.array([1.0, 0.0, 0.5])}, 1),
-        case("kdim, vdim != E, bias=False, causal mask", "mha_forward", {**inputs(bias=False), "mask": causal_}, 1),
-        case("dropout=0.5: eval mode, weights before dropout, training mode", "mha_dropout",
-             {**inputs(dropout=0.5), "mask": padding}, 1, properties=("rows_sum_to_one", "dropout_in_training")),
-        case("gradients w.r.t. query, key, value and W_q..W_o (float64)", "mha_forward", gradients, 1,
-             tolerance=GRAD_TOLERANCE),
-        case("from_torch, packed in-projection (kdim = vdim = E)", "mha_from_torch", from_torch(False, True, causal_), 2),
-        case("from_torch, kdim and vdim, no bias", "mha_from_torch", from_torch(True, False, padding), 2),
+        case("E = kdim = vdim, Lq = Lk, no mask", "forward"),
+        case("float32", "forward", dtype="float32"),
+        case("bias=False", "forward", bias=False),
+        case("gradients w.r.t. query, key, value and W_q..W_o (float64)", "forward", extra=gradients,
+             check="gradients", tolerance=GRAD_TOLERANCE),
+        case("kdim, vdim != E", "projections and shapes", widths="kdim, vdim != E"),
+        case("Lq < Lk", "projections and shapes", lengths="Lq < Lk"),
+        case("causal mask (L, L)", "masks", mask=square_masks[1], mask_words="a causal mask (Lq, Lk)"),
+        case("mask (B, L, L) with fully masked rows", "masks", mask=square_masks[2],
+             mask_words="a mask (B, Lq, Lk) with fully masked rows"),
+        case("4-D mask per head (B, H, L, L)", "masks", mask=square_masks[3],
+             mask_words="a 4-D mask per head (B, H, Lq, Lk)"),
+        case("head_mask (1, 0, 0.5)", "head_mask", head_mask=head_mask),
+        case("dropout=0.5: eval mode, weights before dropout, training mode", "dropout", "mha_dropout",
+             dropout=0.5, properties=("rows_sum_to_one", "dropout_in_training")),
+        case("from_torch, packed in-projection (kdim = vdim = E)", "from_torch", "mha_from_torch", check="from_torch"),
+        case("from_torch, kdim and vdim, Lq < Lk, no bias, padding mask (B, 1, Lk)", "from_torch", "mha_from_torch",
+             widths="kdim, vdim != E", lengths="Lq < Lk", bias=False, mask=padding,
+             mask_words="a padding mask (B, 1, Lk)", check="from_torch"),
+        case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk), head_mask", "masks", widths="kdim, vdim != E",
+             lengths="Lq < Lk", mask=causal_, mask_words="a causal mask (Lq, Lk)", head_mask=head_mask),
     ]
+
+
+_RUNGS = {"forward": 0, "dropout": 0, "head_mask": 0, "masks": 0, "projections and shapes": 1, "from_torch": 2}
 
 
 class _Layer(ReferenceLayer):
@@ -155,6 +178,43 @@ class FromTorchSwapped(_Layer):
         return layer
 
 
+class FromTorchTransposed(_Layer):
+    """from_torch copying each weight transposed (w.T): nn.Linear's weight is (out, in), as torch's are."""
+
+    @classmethod
+    def from_torch(cls, ref):
+        layer = super().from_torch(ref)
+        with torch.no_grad():
+            for name in ("W_q", "W_k", "W_v", "W_o"):
+                w = getattr(layer, name).weight
+                if w.shape[0] == w.shape[1]:
+                    w.copy_(w.T.clone())
+                else:  # a (E, kdim) weight cannot take its transpose: the copy fails
+                    raise RuntimeError(f"The size of tensor a ({w.shape[1]}) must match the size of tensor b "
+                                       f"({w.shape[0]}) at non-singleton dimension 1")
+        return layer
+
+
+class HeadMaskAfterProjection(_Layer):
+    """head_mask applied to the layer's output, after W_o, each head's share of E features."""
+
+    def forward(self, query, key, value, mask=None, head_mask=None):
+        out, weights = super().forward(query, key, value, mask, None)
+        if head_mask is not None:
+            out = out * head_mask.to(out.dtype).repeat_interleave(out.shape[-1] // head_mask.shape[0])
+        return out, weights
+
+
+class HeadMaskOnReturnedWeights(_Layer):
+    """head_mask right, but also applied to the weights returned (as Hugging Face's layers do)."""
+
+    def forward(self, query, key, value, mask=None, head_mask=None):
+        out, weights = super().forward(query, key, value, mask, head_mask)
+        if head_mask is not None:
+            weights = weights * head_mask.to(weights.dtype)[:, None, None]
+        return out, weights
+
+
 class LayerWithoutBias(_Layer):
     def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, dropout=0.0):
         super().__init__(embed_dim, num_heads, kdim=kdim, vdim=vdim, bias=False, dropout=dropout)
@@ -168,6 +228,21 @@ MULTI_HEAD_ATTENTION_LAYER = Exercise(
              "nn.Linear(vdim, E)), and the scores are (B, H, Lq, Lk)"),
             ("from_torch", "in_proj_weight holds W_q, W_k, W_v stacked in that order (chunk(3)); with kdim or "
              "vdim the weights are q_proj_weight, k_proj_weight, v_proj_weight")),
+    hints={"kdim, vdim != E": "W_k maps kdim -> E and W_v maps vdim -> E (nn.Linear(kdim, E), nn.Linear(vdim, E))",
+           "Lq < Lk": "the scores are (B, H, Lq, Lk): the number of keys comes from key, not from query",
+           "float32": "keep the input's dtype",
+           "bias=False": "bias=False means no bias in any of the four nn.Linear",
+           "gradients": "keep every step in torch (no .detach(), .numpy() or new tensors) so gradients flow",
+           "a causal mask (Lq, Lk)": "a mask is True where a query may attend; (Lq, Lk) broadcasts over batch and heads",
+           "a mask (B, Lq, Lk) with fully masked rows": "a (B, Lq, Lk) mask is shared by the heads (mask[:, None]); "
+                                                        "a fully masked row gets all-zero weights",
+           "a 4-D mask per head (B, H, Lq, Lk)": "a 4-D mask is per head: use it as it is",
+           "a head_mask (1, 0, 0.5)": "head_mask scales each head's output before W_o; the weights returned are "
+                                      "the softmax's",
+           "mode": "dropout acts on the attention weights in training mode only, and the weights returned are "
+                   "those before dropout",
+           "check": "from_torch: in_proj_weight holds W_q, W_k, W_v stacked in that order (chunk(3)); with kdim "
+                    "or vdim the weights are q_proj_weight, k_proj_weight, v_proj_weight; all are (out, in)"},
     bugs={
         "your layer matches attention without the 1/sqrt(d_k) scale": _bug("NoScale", scale=lambda d, E: 1.0),
         "your layer scales the scores by 1/sqrt(embed_dim) (the model width) instead of 1/sqrt(head_dim)":
@@ -194,6 +269,12 @@ MULTI_HEAD_ATTENTION_LAYER = Exercise(
         "your layer has no biases: nn.Linear(..., bias=bias) with bias=True by default": LayerWithoutBias,
         "your from_torch swaps the query and key projections: in_proj_weight.chunk(3) gives W_q, W_k, W_v in "
         "that order": FromTorchSwapped,
+        "your from_torch copies the weights transposed (w.T): torch's weights and nn.Linear's are both "
+        "(out_features, in_features), so copy them as they are": FromTorchTransposed,
+        "your layer applies head_mask after the output projection W_o: it scales each head's output before "
+        "W_o (heads * head_mask[:, None, None], then merge)": HeadMaskAfterProjection,
+        "your layer returns the attention weights multiplied by head_mask: head_mask scales the heads' "
+        "outputs only; return the weights of the softmax": HeadMaskOnReturnedWeights,
     },
 )
 

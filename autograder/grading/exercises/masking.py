@@ -13,22 +13,31 @@ from .cases import call_case, randn
 
 
 def padding_cases(rng):
-    def case(name, valid_lens, num_keys, sizes, rung=0):
+    def case(name, valid_lens, num_keys, sizes, rung=0, **features):
+        features = {"lengths": "(B,) lengths", "range": "lengths between 1 and Lk - 1", "dtype": "int64 lengths",
+                    "keys": "several keys", **features}
         return call_case(name, "padding_mask", [valid_lens, num_keys], sizes=sizes, properties=("inputs_unchanged",),
-                         rung=rung)
+                         rung=rung, features=features)
 
     B, Lq, Lk = int(rng.integers(3, 6)), int(rng.integers(2, 5)), int(rng.integers(5, 10))
     ends = rng.permutation(np.r_[0, Lk, rng.integers(1, Lk, B - 2)])  # an empty sequence and a full one
-    per_query = rng.integers(0, Lk + 1, (2, Lq))
-    per_query[0, 0], per_query[1, 1] = 0, Lk  # an empty row and a full one
+    per_query = rng.integers(1, Lk, (2, Lq))
+    per_query_ends = rng.integers(0, Lk + 1, (2, Lq))
+    per_query_ends[0, 0], per_query_ends[1, 1] = 0, Lk  # an empty row and a full one
     single = rng.integers(0, 2, B + 2)
     single[:2] = 0, 1
+    ends_range = "a length 0 and a length Lk"
     return [
         case("(B,) lengths between 1 and Lk - 1", rng.integers(1, Lk, B), Lk, dict(B=B, Lk=Lk)),
-        case("(B,) lengths, one of them 0 and one Lk", ends, Lk, dict(B=B, Lk=Lk)),
-        case("(B,) lengths in int32", rng.integers(1, Lk, B).astype(np.int32), Lk, dict(B=B, Lk=Lk)),
-        case("(B,) lengths, a single key", single, 1, dict(B=B + 2), rung=1),
-        case("(B, Lq) lengths, one per query", per_query, Lk, dict(B=2, Lq=Lq, Lk=Lk), rung=2),
+        case("(B,) lengths, one of them 0 and one Lk", ends, Lk, dict(B=B, Lk=Lk), range=ends_range),
+        case("(B,) lengths in int32", rng.integers(1, Lk, B).astype(np.int32), Lk, dict(B=B, Lk=Lk),
+             dtype="int32 lengths"),
+        case("(B,) lengths, a single key", single, 1, dict(B=B + 2), rung=1, range=ends_range,
+             keys="a single key (num_keys = 1)"),
+        case("(B, Lq) lengths between 1 and Lk - 1", per_query, Lk, dict(B=2, Lq=Lq, Lk=Lk), rung=2,
+             lengths="(B, Lq) lengths"),
+        case("(B, Lq) lengths, one of them 0 and one Lk", per_query_ends, Lk, dict(B=2, Lq=Lq, Lk=Lk), rung=2,
+             lengths="(B, Lq) lengths", range=ends_range),
     ]
 
 
@@ -66,6 +75,10 @@ PADDING_MASK = Exercise(
     cases=padding_cases,
     ladder=(("(B,) lengths", ""), ("a single key (num_keys = 1)", ""),
             ("(B, Lq) lengths", "one length per query gives (B, Lq, Lk), without an extra axis")),
+    hints={"(B, Lq) lengths": "one length per query gives (B, Lq, Lk), without an extra axis",
+           "a length 0 and a length Lk": "a length 0 hides every key and a length Lk none",
+           "a single key (num_keys = 1)": "the mask is (B, 1, 1) then: key 0 is valid where the length is 1",
+           "int32 lengths": "any integer dtype of lengths gives the same boolean mask"},
     bugs={
         "your mask matches `key <= valid_len`: the valid keys are 0 .. valid_len - 1, so use `<`":
             padding_mask_less_equal,
@@ -83,18 +96,19 @@ PADDING_MASK = Exercise(
 # --- causal_mask -------------------------------------------------------------------------------
 
 def causal_cases(rng):
-    def case(name, *args, rung=0):
+    def case(name, *args, rung=0, lengths):
         sizes = dict(Lq=args[0], Lk=args[-1]) if args[0] != args[-1] else dict(L=args[0])
-        return call_case(name, "causal_mask", [int(a) for a in args], sizes=sizes, rung=rung)
+        features = {"lengths": lengths, "num_keys": "num_keys defaulted" if len(args) == 1 else "num_keys given"}
+        return call_case(name, "causal_mask", [int(a) for a in args], sizes=sizes, rung=rung, features=features)
 
     L, small = rng.choice(np.arange(4, 12), 2, replace=False)
     Lq = int(rng.integers(2, 6))
     return [
-        case("square (L, L), num_keys defaulted", L),
-        case("square (L, L), num_keys given", small, small),
-        case("Lq < Lk", Lq, Lq + int(rng.integers(2, 7)), rung=1),
-        case("one query against Lk keys", 1, int(rng.integers(3, 12)), rung=1),
-        case("Lq > Lk", Lq + int(rng.integers(2, 5)), Lq, rung=1),
+        case("square (L, L), num_keys defaulted", L, lengths="Lq = Lk"),
+        case("square (L, L), num_keys given", small, small, lengths="Lq = Lk"),
+        case("Lq < Lk", Lq, Lq + int(rng.integers(2, 7)), rung=1, lengths="Lq < Lk"),
+        case("one query against Lk keys", 1, int(rng.integers(3, 12)), rung=1, lengths="one query, Lq < Lk"),
+        case("Lq > Lk", Lq + int(rng.integers(2, 5)), Lq, rung=1, lengths="Lq > Lk"),
     ]
 
 
@@ -120,6 +134,13 @@ def causal_mask_transposed(num_queries, num_keys=None):
     return reference_causal_mask(num_keys, num_queries).T
 
 
+def causal_mask_triu(num_queries, num_keys=None):
+    # The same mistake written as np.triu: keys j >= i, start-aligned (differs from the
+    # transpose above when Lq != Lk).
+    num_keys = num_queries if num_keys is None else num_keys
+    return np.triu(np.ones((num_queries, num_keys), dtype=bool))
+
+
 def causal_mask_start_aligned(num_queries, num_keys=None):
     num_keys = num_queries if num_keys is None else num_keys
     return np.arange(num_keys)[None, :] <= np.arange(num_queries)[:, None]  # np.tri(Lq, Lk)
@@ -129,19 +150,30 @@ def causal_mask_inverted(num_queries, num_keys=None):
     return ~_causal(num_queries, num_keys)
 
 
+def causal_mask_offset_flipped(num_queries, num_keys=None):
+    num_keys = num_queries if num_keys is None else num_keys
+    rows = np.arange(num_queries)[:, None] + (num_queries - num_keys)  # the offset's sign reversed
+    return np.arange(num_keys)[None, :] <= rows
+
+
 CAUSAL_MASK = Exercise(
     id="causal_mask",
     cases=causal_cases,
     ladder=(("square masks (Lq = Lk)", ""),
             ("Lq != Lk", "the queries are the last Lq of the Lk positions, so query i sees keys j <= i + (Lk - Lq)")),
+    hints={"lengths": "the queries are the last Lq of the Lk positions, so query i sees keys j <= i + (Lk - Lq)",
+           "num_keys given": "num_keys defaults to num_queries"},
     bugs={
         "your mask is off by one: it hides the diagonal (j < i); a query may see its own key (j <= i)":
             causal_mask_strict,
         "your mask is off by one: it lets each query see the next key (j <= i + 1)": causal_mask_one_ahead,
-        "your mask is transposed: query i must see keys j <= i, not keys j >= i": causal_mask_transposed,
+        "your mask is transposed: query i must see keys j <= i, not keys j >= i":
+            (causal_mask_transposed, causal_mask_triu),
         "your mask is aligned to the start of the keys (j <= i): for Lq != Lk the queries are the last "
         "Lq positions, so query i sees j <= i + (Lk - Lq)": causal_mask_start_aligned,
         "your mask is inverted: True must mean 'may attend' (the past), not 'the future'": causal_mask_inverted,
+        "your mask shifts the diagonal by Lq - Lk, the wrong sign: query i sees keys j <= i + (Lk - Lq)":
+            causal_mask_offset_flipped,
     },
 )
 
@@ -152,9 +184,12 @@ def masked_softmax_cases(rng):
     B, H, Lq, Lk, L = 2, 3, 4, 5, 6
     sizes, square = dict(B=B, H=H, Lq=Lq, Lk=Lk), dict(L=L)
 
-    def case(name, scores, mask, dtype, rung, sizes=sizes):
-        return call_case(name, "masked_softmax", [scores, mask], sizes=sizes, dtype=dtype, rung=rung,
-                         properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"))
+    def case(name, x, m, dtype, rung, sizes=sizes, **features):
+        features = {"rank": "2-D (L, L) scores" if np.ndim(x) == 2 else "4-D (B, H, Lq, Lk) scores",
+                    "dtype": dtype, "mask": "a mask of the scores' shape", "rows": "no fully masked row",
+                    "scale": "scores of a few units", **features}
+        return call_case(name, "masked_softmax", [x, m], sizes=sizes, dtype=dtype, rung=rung,
+                         properties=("rows_sum_to_one", "masked_exactly_zero", "inputs_unchanged"), features=features)
 
     def scores(dtype, shape=(B, H, Lq, Lk), scale=2.0):
         return randn(rng, shape, dtype, scale)
@@ -178,19 +213,25 @@ def masked_softmax_cases(rng):
         return x.astype(dtype)
 
     extreme_mask = keeps((B, H, Lq, Lk), 0.6)
+    large = "scores of ±1e4 (±100 in float32), masked ones 3 times larger"
     return [
         case("2-D (L, L) scores and mask, float64", scores("float64", (L, L)), keeps((L, L), 0.6), "float64", 0,
              square),
         case("2-D (L, L), a fully masked row", scores("float64", (L, L)), keeps((L, L), 0.6, [2]), "float64", 0,
-             square),
-        case("2-D (L, L), mask None", scores("float64", (L, L)), None, "float64", 0, square),
+             square, rows="a fully masked row"),
+        case("2-D (L, L), mask None", scores("float64", (L, L)), None, "float64", 0, square, mask="mask None"),
         case("2-D (L, L), float32", scores("float32", (L, L)), keeps((L, L), 0.6), "float32", 0, square),
         case("(B, H, Lq, Lk) scores and mask, float64", scores("float64"), keeps((B, H, Lq, Lk), 0.6), "float64", 1),
-        case("float32, padding mask (B, 1, 1, Lk)", scores("float32"), padding, "float32", 1),
-        case("float64, (B, H, Lq, Lk) with fully masked rows", scores("float64"), empty_rows, "float64", 1),
-        case("float32, causal mask (Lq, Lk)", scores("float32"), cases.causal(Lq, Lk), "float32", 1),
-        case("scores of ±1e4, masked ones at 3e4, float64", extreme(1e4, "float64"), extreme_mask, "float64", 2),
-        case("scores of ±100, masked ones at 300, float32", extreme(100, "float32"), extreme_mask, "float32", 2),
+        case("float64, padding mask (B, 1, 1, Lk)", scores("float64"), padding, "float64", 1,
+             mask="a padding mask (B, 1, 1, Lk) that broadcasts"),
+        case("float64, (B, H, Lq, Lk) with fully masked rows", scores("float64"), empty_rows, "float64", 1,
+             rows="a fully masked row"),
+        case("float64, causal mask (Lq, Lk)", scores("float64"), cases.causal(Lq, Lk), "float64", 1,
+             mask="a causal mask (Lq, Lk) that broadcasts"),
+        case("scores of ±1e4, masked ones at 3e4, float64", extreme(1e4, "float64"), extreme_mask, "float64", 2,
+             scale=large),
+        case("scores of ±100, masked ones at 300, float32", extreme(100, "float32"), extreme_mask, "float32", 2,
+             scale=large),
     ]
 
 
@@ -243,6 +284,13 @@ def masked_softmax_no_max_subtraction_multiplied(scores, mask):
         return e / e.sum(axis=-1, keepdims=True)
 
 
+def masked_softmax_no_max_subtraction_multiplied_guarded(scores, mask):
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(scores) * _full(mask, scores)  # a masked overflow is still inf * 0 = NaN
+        total = e.sum(axis=-1, keepdims=True)
+        return e / np.where(total == 0, 1, total)
+
+
 def masked_softmax_multiplied_then_renormalised(scores, mask):
     # Published as allennlp.nn.util.masked_softmax (memory_efficient=False): softmax(x * mask),
     # then * mask and renormalised; a masked score becomes 0, which takes the max of a row of
@@ -266,6 +314,13 @@ MASKED_SOFTMAX = Exercise(
             ("4-D scores (B, H, Lq, Lk) with masks that broadcast", "the mask broadcasts against the scores; "
              "normalise over the last axis only"),
             ("scores of ±1e4 (±100 in float32)", "subtract each row's max over its unmasked keys before exp")),
+    hints={"4-D (B, H, Lq, Lk) scores": "normalise over the last axis only, whatever the leading axes",
+           "a padding mask (B, 1, 1, Lk) that broadcasts": "the mask broadcasts against the scores",
+           "a causal mask (Lq, Lk) that broadcasts": "the mask broadcasts against the scores",
+           "a fully masked row": "a fully masked row is all zeros: never NaN, never a uniform average",
+           "mask None": "mask None means no mask",
+           "float32": "keep the input's dtype",
+           "scale": "subtract each row's max over its unmasked keys before exp"},
     bugs={
         "your output matches a masked softmax with the mask polarity inverted (True must mean 'may attend')":
             masked_softmax_inverted,
@@ -278,7 +333,8 @@ MASKED_SOFTMAX = Exercise(
         "your output matches masked scores filled with a large negative number: fully masked rows get "
         "uniform weights, an average over padding (they must be all zero)": masked_softmax_fill_large_negative,
         "your output matches a masked softmax without subtracting the row max (exp overflows at large "
-        "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied),
+        "scores)": (masked_softmax_no_max_subtraction, masked_softmax_no_max_subtraction_multiplied,
+                     masked_softmax_no_max_subtraction_multiplied_guarded),
         "your output matches a softmax over the query axis instead of the key (last) axis":
             masked_softmax_wrong_axis,
         "your output matches the scores multiplied by the mask before the softmax, then renormalised: a "

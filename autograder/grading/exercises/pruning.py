@@ -91,9 +91,18 @@ def importance_cases(rng):
             pick = rng.choice(len(y), n, replace=False)
             data = x[pick], y[pick]
         tolerance = NORMALISED_TOLERANCE if inputs.get("normalize", True) else IMPORTANCE_TOLERANCE
+        mask = inputs.get("head_mask")
+        features = {"model": "the lab model" if model is lab else "another model shape (2 layers x 5 heads)",
+                    "normalize": f"normalize={inputs.get('normalize', True)}",
+                    "batches": ("one example per batch" if batch_size == 1 else
+                                "one batch" if n <= batch_size else "two batches of different sizes"),
+                    "head_mask": ("no head_mask" if mask is None else
+                                  "a layer with every head removed" if (mask == 0).all(-1).any() else
+                                  "a head_mask with removed heads"),
+                    "mode": "training mode" if inputs.get("train_mode") else "eval mode"}
         return Case(name=name, driver="importance_run", rung=rung,
                     inputs={**model, "x": data[0][:n], "y": data[1][:n], "batch_size": batch_size,
-                            "sizes": sizes, **inputs}, **tolerance)
+                            "sizes": sizes, **inputs}, features=features, **tolerance)
 
     removed = np.ones((L, H), np.float32)
     removed[tuple(np.array([(layer, rng.integers(H)) for layer in rng.choice(L - 1, 2, replace=False)]).T)] = 0.0
@@ -135,9 +144,10 @@ def _importance(model, batches, loss_fn, normalize=True, head_mask=None, *, sign
     total, count, num_batches, running = torch.zeros(shape), 0, 0, torch.zeros(shape)
     for x, y in batches:
         (grad,) = torch.autograd.grad(loss_fn(model(x, head_mask=gate), y), gate)
+        grad = grad * len(y) if weighted == "in_loss" else grad  # (loss * len(y)).backward()
         running = running + grad if not_reset else grad  # .grad accumulates unless zeroed
         grad = running if signed or abs_after_sum else running.abs()
-        total += grad * (len(y) if weighted else 1)
+        total += grad * (len(y) if weighted is True else 1)
         tokens = 1 if per_token is None else x.shape[1] + per_token  # per example: patches (+ the class token)
         count, num_batches = count + len(y) * tokens, num_batches + 1
     scores = (total / (count if weighted else num_batches)).detach()
@@ -193,6 +203,11 @@ def importance_mask_ignored(model, batches, loss_fn, normalize=True, head_mask=N
 HEAD_IMPORTANCE = Exercise(
     id="head_importance",
     cases=importance_cases,
+    hints={"normalize=True": "divide each layer's row of scores by its own L2 norm",
+           "a head_mask with removed heads": "start the gate from head_mask; removed heads score exactly 0",
+           "another model shape (2 layers x 5 heads)": "use model.num_layers and model.num_heads",
+           "one example per batch": "weight each batch's |gradient| by its size, and reset the gate's gradient "
+                                    "between batches"},
     ladder=(("the lab model with normalize=False", ""),
             ("normalize=True", "divide each layer's row of scores by its own L2 norm"),
             ("a head_mask with removed heads", "start the gate from head_mask; removed heads score exactly 0"),
@@ -219,7 +234,9 @@ HEAD_IMPORTANCE = Exercise(
         "your scores match gradients accumulated across batches: the gate's .grad keeps adding up "
         "unless it is reset (gate.grad = None, or torch.autograd.grad) before each batch": (
             _importance_bug("grad_not_reset", not_reset=True),
-            _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False)),
+            _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False),
+            # huggingface/transformers' run_bertology.py: (loss * len(y)).backward(), |.grad| summed
+            _importance_bug("grad_not_reset_weighted_in_loss", not_reset=True, weighted="in_loss")),
         "your scores match a mean over tokens instead of examples: divide by the number of examples, "
         "not examples x sequence length": (_importance_bug("per_token", per_token=1),
                                            _importance_bug("per_patch", per_token=0)),
@@ -257,7 +274,12 @@ def prune_cases(rng):
         value = key.copy() if vdim is None else rng.standard_normal((B, Lk, vdim))
         sizes = dict(B=B, Lq=Lq, Lk=Lk, E=E, H=H, head_dim=E // H)
         cast = (lambda a: a.astype(dtype)) if dtype == "float32" else (lambda a: a)
-        return Case(name=name, driver="prune_run", rung=rung,
+        calls = ("nothing pruned" if steps == [[]] else "pruned once" if len(steps) == 1 else
+                 "a head pruned twice" if any(set(a) & set(b) for i, a in enumerate(steps) for b in steps[i + 1:])
+                 else "pruned in several calls")
+        features = {"dtype": dtype, "calls": calls, "shape": f"{H} heads of {E // H}",
+                    "attention": "cross-attention (kdim, vdim, Lq != Lk), no biases" if kdim else "self-attention"}
+        return Case(name=name, driver="prune_run", rung=rung, features=features,
                     inputs={"config": config, "state": {k: cast(v) for k, v in state.items()}, "query": cast(query),
                             "key": cast(key), "value": cast(value), "steps": [list(s) for s in steps], "dtype": dtype,
                             "sizes": sizes}, **(PRUNE_TOLERANCE if dtype == "float64" else TOLERANCE[dtype]))
@@ -351,6 +373,11 @@ def prune_biases_kept(layer, heads):
 PRUNE_HEADS = Exercise(
     id="prune_heads",
     cases=prune_cases,
+    hints={"float64": "keep the layer's dtype: new nn.Linear layers are float32 unless made with "
+                      "dtype=layer.W_q.weight.dtype (or select rows of the old weights)",
+           "pruned in several calls": "heads are numbered as in the original layer: map them through pruned_heads",
+           "cross-attention (kdim, vdim, Lq != Lk), no biases": "W_k and W_v read kdim and vdim features; a layer "
+                                                                 "without biases has none to prune"},
     ladder=(("a float32 layer pruned once", ""),
             ("a float64 layer", "keep the layer's dtype: new nn.Linear layers are float32 unless made with "
              "dtype=layer.W_q.weight.dtype (or select rows of the old weights)"),

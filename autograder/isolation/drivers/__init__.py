@@ -5,7 +5,7 @@ harness helpers are in ``core`` (calling a function, describing what came back),
 drivers of chapters 4 and 7 in ``layer``, those of chapter 6 and their harness model in
 ``pruning``. Drivers are harness only: nothing here imports the references or the judge.
 """
-from .core import META_KEYS, call, describe_result, plain  # noqa: F401
+from .core import META_KEYS, call, call_raises, describe_result, plain  # noqa: F401
 from .layer import (  # noqa: F401
     LINEARS,
     gqa_forward,

@@ -115,4 +115,20 @@ def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_te
     return data
 
 
+def call_raises(ns, function, args=(), kwargs=None, sizes=None, expected="ValueError"):
+    """Call ``function`` on inputs it must refuse: ``{"raises": ...}`` says what happened, the
+    name ``expected`` when it raised that exception (or a subclass), else what it did instead."""
+    args, kwargs = copy.deepcopy(list(args)), copy.deepcopy(dict(kwargs or {}))
+    fn = getattr(ns.module(MODULE_OF[function]), function)
+    try:
+        fn(*args, **kwargs)
+        raised = "nothing"
+    except NotImplementedError:  # the stub: not attempted, as on every other case
+        raise
+    except Exception as err:  # noqa: BLE001  any exception is the learner's answer here
+        wanted = {"ValueError": ValueError, "TypeError": TypeError}.get(expected, ValueError)
+        raised = expected if isinstance(err, wanted) else f"{type(err).__name__}"[:80]
+    return {"raises": raised, "args_after": _arrays_only(args)}
+
+
 # --- torch drivers for the MultiHeadAttention layer -------------------------------------------

@@ -1,0 +1,379 @@
+"""Feedback that never misleads: every diagnosis the grader states is true of the code it is
+shown for, a cause is blamed only when a minimal pair of cases isolates it, and the messages
+a learner reported as false are gone, with the true cause named instead.
+
+Drivers run in-process (``judge.judge_in_process``) except where the message comes from the
+isolation pipeline (a used exercise rejecting the learner's arguments, a file that does not
+import), which go through ``runner.grade_submission`` and the check service."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from solution_copies import edited_solutions
+
+from autograder import scoring
+from autograder.grading import judge, reference
+from autograder.grading.exercises import EXERCISES, draw, layer_module
+from autograder.spec import Case, CaseError
+
+LIBRARY = Path(__file__).parent / "wrong_implementations"
+
+
+def library(exercise_id):
+    spec = importlib.util.spec_from_file_location(f"wrong_implementations_{exercise_id}",
+                                                  LIBRARY / f"{exercise_id}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stated(result) -> set[str]:
+    """The diagnoses a result states (on its cases; the summary repeats them)."""
+    return {c.diagnosis for c in result.cases if c.diagnosis}
+
+
+def without(exercise_id, *names):
+    """The exercise with the known bugs whose diagnosis contains one of ``names`` removed."""
+    exercise = EXERCISES[exercise_id]
+    return dataclasses.replace(exercise, bugs={d: b for d, b in exercise.bugs.items()
+                                               if not any(n in d for n in names)})
+
+
+# --- item 2: a diagnosis is a claim, checked ---------------------------------------------------
+
+def _equivalent(exercise, diagnosis, other, seeds) -> bool:
+    """Whether two known bugs give the same outputs on every case of ``seeds`` (then either
+    diagnosis is as true as the other)."""
+    for seed in seeds:
+        for case in judge._DRAWN[(exercise.id, seed)][1]:
+            expected = judge.reference_output(case)
+            a, b = (judge._shown(exercise, case, expected, d) for d in (diagnosis, other))
+            if (a is None) != (b is None):
+                return False
+            if a is not None and not any(x is not None and y is not None and scoring.matches(x, y, case)
+                                         for x in a for y in b):
+                return False
+    return True
+
+
+KNOWN = [pytest.param(ex.id, d, id=f"{ex.id}-{d[:40]}") for ex in EXERCISES.values() for d in ex.bugs]
+
+
+@pytest.mark.parametrize("exercise_id, diagnosis", KNOWN)
+def test_each_known_bug_variant_is_told_only_what_is_true_of_it(exercise_id, diagnosis):
+    """Graded as a learner's code, every way of writing a known bug gets its own diagnosis and
+    no other (unless the other bug's outputs are its own on every case)."""
+    exercise = EXERCISES[exercise_id]
+    seeds = (0, 1)
+    for variant in judge.variants(exercise.bugs[diagnosis]):
+        for seed in seeds:
+            result = judge.judge_in_process(exercise, variant, seed)
+            assert diagnosis in stated(result), (variant, seed, result.feedback)
+            for other in stated(result) - {diagnosis}:
+                assert _equivalent(exercise, diagnosis, other, seeds), (variant.__name__, other)
+
+
+def _library_entries():
+    for exercise_id in EXERCISES:
+        module = library(exercise_id)
+        also = getattr(module, "ALSO_TRUE", {})
+        for implementation, text in module.WRONG.items():
+            yield pytest.param(exercise_id, implementation, text, also.get(implementation, ()),
+                               id=f"{exercise_id}-{implementation.__name__}")
+
+
+@pytest.mark.parametrize("exercise_id, implementation, text, also_true", list(_library_entries()))
+def test_the_library_s_mistakes_are_told_only_what_is_true_of_them(exercise_id, implementation, text, also_true):
+    """Each mistake of ``tests/wrong_implementations/`` may be told the diagnosis its entry
+    expects (the one containing its text), and those its file lists in ``ALSO_TRUE`` for it
+    (a second mistake in the same code), never another."""
+    exercise = EXERCISES[exercise_id]
+    for seed in (0, 1):
+        result = judge.judge_in_process(exercise, implementation, seed)
+        allowed = [d for d in exercise.bugs if text.lower() in d.lower()
+                   or any(t.lower() in d.lower() for t in also_true)]
+        assert stated(result) <= set(allowed), (seed, stated(result) - set(allowed))
+
+
+@pytest.mark.parametrize("exercise_id", list(EXERCISES))
+def test_correct_alternatives_get_no_diagnosis(exercise_id):
+    for implementation in library(exercise_id).CORRECT:
+        result = judge.judge_in_process(EXERCISES[exercise_id], implementation, 1)
+        assert not stated(result) and not result.feedback, (implementation.__name__, result.feedback)
+
+
+def test_a_bug_right_where_the_known_bug_is_wrong_is_not_that_bug():
+    """The scoring rule alone: a learner who matches a bug on one failing case but passes a case
+    where that bug shows is not told the bug."""
+    case = Case("c", "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]})
+    right, wrong = {"out": np.array([True, False])}, {"out": np.array([False, False])}
+    outputs, expected = [right, wrong], [right, right]
+
+    def bugs(i, diagnosis=None):
+        shown = {"the bug": [wrong]}
+        return shown if diagnosis is None else shown.get(diagnosis)
+
+    result = scoring.score("causal_mask", 4, [case, case], outputs, expected, bugs)
+    assert not stated(result)  # the learner passes case 0, where the bug shows
+    result = scoring.score("causal_mask", 4, [case, case], [wrong, wrong], expected, bugs)
+    assert stated(result) == {"the bug"}
+
+
+# --- the false messages of the issue, each gone with the true cause named -----------------------
+
+def flipped_offset(num_queries, num_keys=None):
+    num_keys = num_queries if num_keys is None else num_keys
+    i, j = np.arange(num_queries)[:, None], np.arange(num_keys)[None, :]
+    return j <= i + (num_queries - num_keys)
+
+
+def test_a_flipped_causal_offset_is_not_called_inverted():
+    for exercise in (EXERCISES["causal_mask"], without("causal_mask", "wrong sign")):
+        for seed in range(3):
+            result = judge.judge_in_process(exercise, flipped_offset, seed)
+            assert "inverted" not in result.feedback, result.feedback
+    named = judge.judge_in_process(EXERCISES["causal_mask"], flipped_offset).feedback
+    assert named.startswith("Your mask shifts the diagonal by Lq - Lk, the wrong sign"), named
+    # Without that known bug, the minimal pair names the feature: square passes, Lq != Lk fails.
+    unnamed = judge.judge_in_process(without("causal_mask", "wrong sign"), flipped_offset).feedback
+    assert re.search(r"Correct on Lq = Lk; fails on (one query, )?Lq [<>] Lk, other features the same", unnamed), unnamed
+    assert "j <= i + (Lk - Lq)" in unnamed
+
+
+class _Learner(library("MultiHeadAttention").Layer):
+    """A learner's layer (the library's, correct), for mistakes the library does not hold."""
+
+
+class ReturnsDroppedWeights(_Learner):
+    after_dropout = True
+
+
+class HeadMaskAfterMerge(_Learner):
+    def forward(self, query, key, value, mask=None, head_mask=None):
+        out, weights = super().forward(query, key, value, mask, None)
+        if head_mask is not None:  # on the output of W_o, each head's share of the features
+            out = out * head_mask.repeat_interleave(out.shape[-1] // len(head_mask))
+        return out, weights
+
+
+class FromTorchTransposed(_Learner):
+    @classmethod
+    def from_torch(cls, ref):
+        layer = super().from_torch(ref)
+        with torch.no_grad():
+            for linear in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):
+                linear.weight.copy_(linear.weight.T.clone())
+        return layer
+
+
+@pytest.mark.parametrize("learner, part, feature", [
+    (ReturnsDroppedWeights, "dropout", "dropout=0.5"),
+    (HeadMaskAfterMerge, "head_mask", "a head_mask (1, 0, 0.5)"),
+])
+def test_the_layer_s_summary_blames_the_part_that_fails(learner, part, feature):
+    exercise = EXERCISES["MultiHeadAttention"]
+    result = judge.judge_in_process(exercise, learner)
+    assert result.score < result.max_score
+    assert "kdim" not in result.feedback and "W_k" not in result.feedback, result.feedback
+    assert "By part: " in result.feedback and f"{part}: 1 of 1 cases fail" in result.feedback, result.feedback
+    # With no known bug to name it, the minimal pair does: the same case without the feature passes.
+    unnamed = judge.judge_in_process(dataclasses.replace(exercise, bugs={}), learner)
+    assert "fails on kdim" not in unnamed.feedback and "W_k" not in unnamed.feedback, unnamed.feedback
+    assert re.search(rf"Correct on [^;]+; fails on {re.escape(feature)}", unnamed.feedback), unnamed.feedback
+
+
+def test_the_layer_s_cases_isolate_every_part_and_every_hinted_feature():
+    """Item 1: a head_mask case with E = kdim = vdim and no mask, a dropout case with no mask...:
+    for every feature a hint names, some case differs from the first in that feature alone."""
+    hinted = [e for e in EXERCISES.values() if e.hints]
+    assert len(hinted) == len(EXERCISES)
+    for exercise in EXERCISES.values():  # every case says what its inputs are, in the same features
+        cases = draw.grading_cases(exercise, 0)
+        assert all(c.features for c in cases), exercise.id
+        assert len({frozenset(c.features) for c in cases}) == 1, exercise.id
+    for exercise in hinted:
+        exercise_id = exercise.id
+        cases = judge._DRAWN.get((exercise_id, 0)) or (None, draw.grading_cases(exercise, 0))
+        features = [{k: v for k, v in c.features.items() if k != "part"} for c in cases[1]]
+        isolated = set()
+        for a in features:
+            for b in features:
+                differ = [k for k in a if a[k] != b.get(k)]
+                if len(differ) == 1:
+                    isolated |= {differ[0], a[differ[0]], b[differ[0]]}
+        for hinted in exercise.hints:
+            assert hinted in isolated, (exercise_id, hinted)
+    parts = {c.features["part"] for c in layer_module.layer_cases(np.random.default_rng(0))}
+    assert parts == set(layer_module.PARTS)
+
+
+def test_from_torch_copying_the_transpose_is_told_so():
+    result = judge.judge_in_process(EXERCISES["MultiHeadAttention"], FromTorchTransposed)
+    assert "transposed (w.T)" in result.feedback, result.feedback
+    assert "chunk" not in result.feedback.split("By part")[0], result.feedback
+
+
+def test_a_mask_without_its_head_axis_is_worded_from_the_learner_s_side():
+    from autograder.grading.arguments import describe_rejected
+
+    q, k, v = np.zeros((2, 3, 4, 6)), np.zeros((2, 3, 5, 6)), np.zeros((2, 3, 5, 7))
+    words = describe_rejected("scaled_dot_product_attention", [q, k, v, np.ones((2, 4, 5), bool)], {},
+                              ValueError("operands could not be broadcast together"))
+    assert words.startswith("the mask (2, 4, 5) = (B, Lq, Lk) needs a head axis: (B, 1, Lq, Lk)"), words
+    feedback = scoring.error_feedback(CaseError("exception", f"RuntimeError: the reference "
+                                                f"scaled_dot_product_attention raised {words} (layer.py, line 9: "
+                                                f"heads, w = scaled_dot_product_attention(q, k, v, mask))"))
+    assert "reference" not in feedback
+    assert feedback.startswith("your call to scaled_dot_product_attention at layer.py line 9"), feedback
+
+
+def test_a_mask_without_its_head_axis_through_the_pipeline(tmp_path):
+    runner = pytest.importorskip("autograder.grading.runner")
+    submission = edited_solutions(tmp_path, "layer", "return mask[:, None] if mask.ndim == 3 else mask",
+                                  "return mask")
+    report = runner.grade_submission(submission, exercises=["multi_head_attention"])
+    result = report.exercises[0]
+    assert result.status in ("partial", "failed")
+    assert "reference" not in result.feedback and "the reference" not in " ".join(c.feedback for c in result.cases)
+    assert "needs a head axis" in result.feedback, result.feedback
+    said = [c.feedback for c in result.cases if not c.passed]
+    assert any("= (B, Lq, Lk) needs a head axis: (B, 1, Lq, Lk)" in f for f in said), said  # (B, L, L) rows
+    assert any("= (B, 1, Lk) needs a head axis: (B, 1, 1, Lk)" in f for f in said), said  # the padding mask
+
+
+def test_a_file_that_does_not_import_grades_none_of_its_exercises(tmp_path):
+    runner = pytest.importorskip("autograder.grading.runner")
+    submission = edited_solutions(tmp_path, "masking", "def causal_mask(", "def causal_mask(:")
+    report = runner.grade_submission(submission, exercises=["padding_mask", "causal_mask", "masked_softmax",
+                                                            "multi_head_attention"])
+    results = {r.id: r for r in report.exercises}
+    line = next(i for i, text in enumerate((submission / "masking.py").read_text().splitlines(), 1)
+                if "def causal_mask(:" in text)
+    for exercise_id in ("padding_mask", "causal_mask", "masked_softmax"):
+        result = results[exercise_id]
+        assert result.score == 0 and result.status == "error"
+        assert all(c.feedback.startswith("not graded: your file masking.py does not import: SyntaxError")
+                   for c in result.cases), result.cases[0].feedback
+        assert f"line {line}" in result.cases[0].feedback
+    assert results["multi_head_attention"].status == "passed"  # graded with stand-ins for masking.py...
+
+
+def test_check_does_not_pass_an_exercise_whose_package_does_not_import():
+    """...but check() marks it ✘ and says which file to fix, plainly."""
+    from autograder import service
+    from autograder.submission import load
+    from mha_exercises.check import report_lines
+
+    sources = dict(load(Path(__file__).resolve().parents[1] / "solutions").sources)
+    sources["masking"] = sources["masking"].replace("def causal_mask(", "def causal_mask(:")
+    try:
+        report = service.grade("multi_head_attention", sources, "solutions")
+    finally:
+        service.stop()
+    assert report["exercises"][0]["status"] == "passed"  # stand-ins for masking.py's functions
+    text = " ".join(" ".join(report_lines("solutions", "multi_head_attention", "multi_head_attention", sources,
+                                          report)).split())
+    assert not text.startswith("✔"), text
+    assert text.startswith("✘ multi_head_attention")
+    assert "solutions/masking.py does not compile (SyntaxError at line" in text, text
+    assert "Fix masking.py, save it, and check again." in text
+    assert "older (the file does not compile)" not in text
+    masking = " ".join(" ".join(report_lines("solutions", "causal_mask", "causal_mask", sources,
+                                             {"exercises": [], "confinement": {}})).split())
+    assert "older" not in masking and "does not compile" not in masking  # the grader's line says it
+
+
+# --- item 4: the contract graded as written ----------------------------------------------------
+
+def test_split_heads_is_graded_on_leading_axes_and_the_value_error():
+    def three_d_only(x, num_heads):  # full marks before: the contract was not graded as written
+        B, L, F = x.shape
+        if F % num_heads:
+            raise ValueError("no")
+        return x.reshape(B, L, num_heads, F // num_heads).transpose(0, 2, 1, 3)
+
+    def no_check(x, num_heads):
+        d = x.shape[-1] // num_heads
+        return np.stack([x[..., h * d:(h + 1) * d] for h in range(num_heads)], axis=-3)
+
+    result = judge.judge_in_process(EXERCISES["split_heads"], three_d_only)
+    assert result.score < result.max_score and "accept any number of leading axes" in result.feedback
+    result = judge.judge_in_process(EXERCISES["split_heads"], no_check)
+    assert result.score < result.max_score and "raise ValueError" in result.feedback, result.feedback
+    failing = [c for c in result.cases if not c.passed]
+    assert [c.name for c in failing] == ["last axis not divisible by num_heads"]
+
+
+def test_merge_by_swapaxes_and_a_count_ignoring_value_dim_are_named():
+    def swapped(x):
+        return np.swapaxes(x, -1, -3).reshape(*x.shape[:-3], x.shape[-2], -1)
+
+    def ignores_value_dim(query_dim, num_heads, key_dim, value_dim=None, output_dim=None, bias=True):
+        output_dim = query_dim if output_dim is None else output_dim
+        hk = num_heads * key_dim  # the values too: value_dim never read
+        return 3 * (query_dim * hk + bias * hk) + hk * output_dim + bias * output_dim
+
+    merge = judge.judge_in_process(EXERCISES["merge_heads"], swapped)
+    assert merge.feedback.startswith("Your output swaps the head axis with the feature axis (swapaxes(-1, -3))")
+    count = judge.judge_in_process(EXERCISES["parameter_count"], ignores_value_dim)
+    assert "ignores value_dim" in count.feedback, count.feedback
+
+
+# --- item 5: a shape assumption named from the failing line and the feature ----------------------
+
+def test_a_crash_on_a_general_case_names_the_assumption():
+    exercise = EXERCISES["split_heads"]
+    cases = judge._DRAWN[("split_heads", 0)][1] if ("split_heads", 0) in judge._DRAWN else \
+        draw.grading_cases(exercise, 0)
+    ns = reference.namespace()
+    outputs = []
+    for case in cases:
+        if case.features.get("leading axes") == "two leading axes (B, C, ...)":
+            outputs.append(CaseError("exception", "ValueError: too many values to unpack (expected 3) "
+                                                  "(heads.py, line 5: B, L, F = x.shape)"))
+        else:
+            outputs.append(judge.run_driver(case, ns))
+    result = judge.judge_exercise(exercise, cases, outputs, [])
+    # Every value that passes with the rest alike is named: here one leading axis and none.
+    assert ("Your code assumes one leading axis (B, ...) or no leading axis: with two leading axes (B, C, ...) it "
+            "raises ValueError at heads.py line 5 (`B, L, F = x.shape`)") in result.feedback, result.feedback
+
+
+def test_a_transpose_of_every_axis_on_the_failing_line_is_explained():
+    """A fact about the failing line (``k.T`` on a 3-D or 4-D array), said after the crash."""
+    exercise = EXERCISES["scaled_dot_product_attention"]
+    cases = draw.grading_cases(exercise, 0)
+    outputs = [CaseError("exception", "ValueError: matmul: mismatch (attention.py, line 10: scores = q @ k.T / 2)")
+               for _ in cases]
+    feedback = judge.judge_exercise(exercise, cases, outputs, []).feedback
+    assert "`k.T` reverses every axis of an array with more than two axes" in feedback, feedback
+    assert "np.swapaxes(k, -1, -2)" in feedback
+    outputs = [CaseError("exception", "ValueError: x (attention.py, line 10: scores = q @ k.mT)") for _ in cases]
+    assert "reverses every axis" not in judge.judge_exercise(exercise, cases, outputs, []).feedback
+
+
+def test_without_a_minimal_pair_no_feature_is_blamed():
+    """Failing cases that differ from every passing case in two features: the sentence lists what
+    they share and blames neither; with a pair, the one feature is named."""
+    def case(name, **features):
+        return Case(name, "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]},
+                    features=features)
+
+    right, wrong = {"out": np.array([True])}, {"out": np.array([False])}
+    cases = [case("a", lengths="Lq = Lk", dtype="float64"), case("b", lengths="Lq < Lk", dtype="float32")]
+    result = scoring.score("causal_mask", 4, cases, [right, wrong], [right, right], lambda i, d=None: {} if d is None
+                           else None)
+    assert "Every failing case has Lq < Lk and float32, which no passing case has; no passing case differs from " \
+           "such a failing case in a single feature" in result.feedback, result.feedback
+    assert "Correct on" not in result.feedback
+    cases.append(case("c", lengths="Lq < Lk", dtype="float64"))
+    result = scoring.score("causal_mask", 4, cases, [right, wrong, wrong], [right] * 3,
+                           lambda i, d=None: {} if d is None else None, hints={"Lq < Lk": "align to the end"})
+    assert "Correct on Lq = Lk; fails on Lq < Lk, other features the same ('c' fails, 'a' passes): align to the " \
+           "end." in result.feedback, result.feedback
