@@ -164,3 +164,17 @@ def entropy_rate(num_sentences=20000, seed=3):
     rng = np.random.default_rng(seed)
     drawn = [sentence(rng) for _ in range(num_sentences)]
     return -sum(log_prob(s) for s in drawn) / sum(len(s) + 1 for s in drawn)
+
+
+def agrees_with_the_wrong_noun(s):
+    """Whether ``s`` is out of the grammar only by its verb's number, and has a prepositional
+    phrase whose noun that verb agrees with instead of its subject ("the cat near the dogs run.")."""
+    if is_valid(s) or not any(f" {p} " in s for p in PREPOSITIONS):
+        return False
+    swap = {**INTRANSITIVE, **TRANSITIVE}
+    swap.update({v: k for k, v in list(swap.items())})
+    words = s[:-1].split(" ")
+    for i, w in enumerate(words):
+        if w in swap and is_valid(" ".join(words[:i] + [swap[w]] + words[i + 1:]) + "."):
+            return True
+    return False
