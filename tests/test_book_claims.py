@@ -127,6 +127,7 @@ MINIMUM_TIES = {
     "04_layer.ipynb": (0, 13),
     "05_looking_at_heads.ipynb": (9, 9),
     "07_beyond.ipynb": (24, 16),
+    "08_language_model.ipynb": (36, 9),
 }
 
 
