@@ -45,7 +45,8 @@ def sentence(rng):
         words.append(verb if number == "sg" else INTRANSITIVE[verb])
     else:
         verb = rng.choice(list(TRANSITIVE))
-        words += [verb if number == "sg" else TRANSITIVE[verb], *_noun_phrase(rng, "sg" if rng.random() < 0.5 else "pl")]
+        obj = _noun_phrase(rng, "sg" if rng.random() < 0.5 else "pl")
+        words += [verb if number == "sg" else TRANSITIVE[verb], *obj]
     return " ".join(words) + "."
 
 

@@ -134,7 +134,8 @@ def test_rope_conventions_are_the_same_rotation_on_permuted_features():
     d = x.shape[-1]
     order = torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], dim=-1).flatten()  # 0, 5, 1, 6, ...
     y = x[..., order]
-    angles = torch.arange(3, 10, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    inv_freq = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.arange(3, 10, dtype=torch.float64)[:, None] * inv_freq
     y1, y2 = y[..., 0::2], y[..., 1::2]
     adjacent = torch.stack([y1 * angles.cos() - y2 * angles.sin(), y2 * angles.cos() + y1 * angles.sin()], -1)
     back = torch.empty_like(x)

@@ -2,12 +2,14 @@
 
 The learner's ``generate`` drives a model; the grader hands it one that holds no reference
 solution and depends on none of the learner's other exercises (one mistake counts once): a
-small causal model in float64 (token and *learned* position tables, attention by PyTorch's
-``scaled_dot_product_attention``, its own cache of keys and values). It records how it was
-called, so that the checks see whether the cache was used, not only which tokens came out.
+small causal model in float64 (token and *learned* position tables, causal attention layers,
+its own cache of keys and values). It records how it was called, so that the checks see
+whether the cache was used, not only which tokens came out.
 Like every driver, this returns plain data and never compares.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -76,8 +78,9 @@ class _Model:
             if caches is not None:
                 k, v = caches[i].update(k, v)
             lk = k.shape[-2]
-            allowed = torch.arange(lk)[None, :] <= torch.arange(length)[:, None] + (lk - length)
-            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, L, Lk)
+            hidden = torch.triu(torch.ones(length, lk, dtype=torch.bool), diagonal=lk - length + 1)  # later keys
+            a = torch.softmax(scores.masked_fill(hidden, -math.inf), dim=-1) @ v
             h = h + torch.tanh(a.transpose(1, 2).reshape(batch, length, width) @ w[f"out{i}"])
         return h @ w["unembed"]  # (B, L, V)
 
