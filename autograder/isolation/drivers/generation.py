@@ -17,21 +17,19 @@ from .core import describe_result
 
 
 class _Cache:
-    """The harness model's cache of one layer's keys and values ``(B, H, L, d)``."""
+    """The harness model's cache of one layer: the ``(k, v)`` of every call, ``(B, H, L_i, d)``."""
 
     def __init__(self):
-        self.keys = self.values = None
+        self.parts = []
 
     def update(self, k, v):
         import torch
 
-        if self.keys is not None:
-            k, v = torch.cat([self.keys, k], dim=-2), torch.cat([self.values, v], dim=-2)
-        self.keys, self.values = k, v
-        return k, v
+        self.parts.append((k, v))
+        return tuple(torch.cat([part[i] for part in self.parts], dim=2) for i in (0, 1))
 
     def __len__(self):
-        return 0 if self.keys is None else self.keys.shape[-2]
+        return sum(part[0].shape[2] for part in self.parts)
 
 
 class _Model:
