@@ -34,13 +34,13 @@ class ExerciseInfo:
 # tested against it. The points total 100.
 COURSE = tuple(ExerciseInfo(*row) for row in (
     ("softmax", "attention", 1, 5), ("scaled_dot_product_attention", "attention", 1, 7),
-    ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 6),
+    ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 7),
     ("split_heads", "heads", 3, 4), ("merge_heads", "heads", 3, 4),
     ("multi_head_attention", "layer", 4, 7), ("parameter_count", "layer", 4, 3),
     ("MultiHeadAttention", "layer", 4, 9),
     ("attention_entropy", "analysis", 5, 3),
     ("head_importance", "pruning", 6, 7), ("prune_heads", "pruning", 6, 7),
-    ("chunked_attention", "efficient", 7, 7), ("repeat_kv", "efficient", 7, 3),
+    ("chunked_attention", "efficient", 7, 7), ("repeat_kv", "efficient", 7, 2),
     ("GroupedQueryAttention", "efficient", 7, 5), ("KVCache", "efficient", 7, 5),
     ("sinusoidal_positions", "language_model", 8, 2), ("apply_rope", "language_model", 8, 3),
     ("generate", "language_model", 8, 3), ("induction_score", "language_model", 8, 2),
