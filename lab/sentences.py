@@ -164,7 +164,7 @@ def entropy_rate(num_sentences=20000, seed=3):
     on ``num_sentences`` sentences: no model of this text can have a lower mean loss."""
     rng = np.random.default_rng(seed)
     drawn = [sentence(rng) for _ in range(num_sentences)]
-    return -sum(log_prob(s) for s in drawn) / sum(len(s) + 1 for s in drawn)
+    return float(-sum(log_prob(s) for s in drawn) / sum(len(s) + 1 for s in drawn))
 
 
 def agrees_with_the_wrong_noun(s):
