@@ -7,8 +7,6 @@ import math
 import numpy as np
 import torch
 
-from solutions import language_model as ref
-
 from ...spec import Case, Exercise
 from .cases import TOLERANCE, call_case, randn
 
@@ -30,13 +28,13 @@ def sinusoidal_cases(rng):
 
     even = lambda lo, hi: 2 * int(rng.integers(lo // 2, hi // 2 + 1))  # noqa: E731
     return [
-        case("L = 6, dim = 8, from position 0", int(rng.integers(5, 8)), 8, rung=0),
-        case("L = 9, dim = 16, from position 0", int(rng.integers(8, 12)), even(14, 20), rung=0),
-        case("one position, dim = 4", 1, 4, offset=int(rng.integers(3, 9))),
-        case("L = 5, dim = 12, from a cached offset", int(rng.integers(4, 7)), 12, offset=int(rng.integers(10, 60))),
-        case("L = 3, dim = 6, base 100", 3, 6, offset=int(rng.integers(1, 20)), base=float(rng.integers(50, 200))),
-        case("L = 40, dim = 32", int(rng.integers(35, 45)), 32),
-        case("L = 4, dim = 10, base 10", 4, 10, base=float(rng.integers(8, 13))),
+        case("5 to 7 positions from 0, dim 8", int(rng.integers(5, 8)), 8, rung=0),
+        case("8 to 11 positions from 0, dim 14 to 20", int(rng.integers(8, 12)), even(14, 20), rung=0),
+        case("one position after a cache, dim 4", 1, 4, offset=int(rng.integers(3, 9))),
+        case("4 to 6 positions after a cache, dim 12", int(rng.integers(4, 7)), 12, offset=int(rng.integers(10, 60))),
+        case("3 positions after a cache, base 50 to 199, dim 6", 3, 6, offset=int(rng.integers(1, 20)), base=float(rng.integers(50, 200))),
+        case("35 to 44 positions from 0, dim 32", int(rng.integers(35, 45)), 32),
+        case("4 positions from 0, base 8 to 12, dim 10", 4, 10, base=float(rng.integers(8, 13))),
     ]
 
 
@@ -102,16 +100,16 @@ def rope_cases(rng):
 
     B, H = int(rng.integers(2, 4)), int(rng.integers(3, 5))
     return [
-        case("(L, d) = (6, 8), from position 0", (int(rng.integers(5, 8)), 8), rung=0),
+        case("(L, d), d = 8, from position 0", (int(rng.integers(5, 8)), 8), rung=0),
         case("(B, H, L, d), from position 0", (B, H, int(rng.integers(5, 9)), 6), rung=0),
         case("(B, H, L, d), float32, from position 0", (B, H, int(rng.integers(5, 9)), 10), dtype="float32", rung=0),
         case("one new position after a cache", (B, H, 1, 8), offset=int(rng.integers(5, 40))),
         case("3 new positions after a cache, float32", (B, H, 3, 12), offset=int(rng.integers(20, 90)),
              dtype="float32"),
-        case("(B, L, d), base 500", (B, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900)),
+        case("(B, L, d), base 300 to 899", (B, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900)),
              labels=("B", "L", "d")),
-        case("(B, H, L, d), d = 16, L = 30", (B, H, int(rng.integers(28, 33)), 16)),
-        case("one position ~3000, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
+        case("(B, H, L, d), d = 16, 28 to 32 positions", (B, H, int(rng.integers(28, 33)), 16)),
+        case("one position at 2500 to 3499, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
     ]
 
 
