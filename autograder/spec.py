@@ -36,15 +36,17 @@ class ExerciseInfo:
 # registry, the stubs' test, the docstring table of ``mha_exercises``) is generated from it or
 # tested against it. The points total 100.
 COURSE = tuple(ExerciseInfo(*row) for row in (
-    ("softmax", "attention", 1, 5), ("scaled_dot_product_attention", "attention", 1, 8),
+    ("softmax", "attention", 1, 5), ("scaled_dot_product_attention", "attention", 1, 7),
     ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 7),
     ("split_heads", "heads", 3, 4), ("merge_heads", "heads", 3, 4),
-    ("multi_head_attention", "layer", 4, 8), ("parameter_count", "layer", 4, 3),
-    ("MultiHeadAttention", "layer", 4, 10),
-    ("attention_entropy", "analysis", 5, 4),
-    ("head_importance", "pruning", 6, 8), ("prune_heads", "pruning", 6, 8),
-    ("chunked_attention", "efficient", 7, 8), ("repeat_kv", "efficient", 7, 3),
-    ("GroupedQueryAttention", "efficient", 7, 6), ("KVCache", "efficient", 7, 6),
+    ("multi_head_attention", "layer", 4, 7), ("parameter_count", "layer", 4, 3),
+    ("MultiHeadAttention", "layer", 4, 9),
+    ("attention_entropy", "analysis", 5, 3),
+    ("head_importance", "pruning", 6, 7), ("prune_heads", "pruning", 6, 7),
+    ("chunked_attention", "efficient", 7, 7), ("repeat_kv", "efficient", 7, 2),
+    ("GroupedQueryAttention", "efficient", 7, 5), ("KVCache", "efficient", 7, 5),
+    ("sinusoidal_positions", "language_model", 8, 2), ("apply_rope", "language_model", 8, 3),
+    ("generate", "language_model", 8, 3), ("induction_score", "language_model", 8, 2),
 ))
 POINTS = {e.id: e.points for e in COURSE}
 MODULE_OF = {e.id: e.module for e in COURSE}

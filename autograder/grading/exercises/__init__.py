@@ -79,6 +79,7 @@ from . import layer_module  # noqa: F401,E402  chapter 4 (the PyTorch module)
 from . import analysis  # noqa: F401,E402  chapter 5
 from . import pruning  # noqa: F401,E402  chapter 6
 from . import efficient  # noqa: F401,E402  chapter 7
+from . import language_model  # noqa: F401,E402  chapter 8
 
 _ALL = {ex.id: ex for module in list(globals().values()) if isinstance(module, ModuleType)
         for ex in getattr(module, "EXERCISES", ())}
