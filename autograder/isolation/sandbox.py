@@ -117,7 +117,8 @@ class Zygote:
         raise AssertionError("unreachable")
 
     def finish(self, child: "Child") -> int | None:
-        """Kill what is left of the child's process group; its wait status (None if unknown)."""
+        """Kill what is left of the child's process group; its wait status (None if unknown).
+        ``child.refused_tasks``: how many new threads its pids group refused (0 without one)."""
         for kill in (os.killpg, os.kill):  # the group, and the child if it left its group
             try:
                 kill(child.pid, signal.SIGKILL)
@@ -127,7 +128,7 @@ class Zygote:
         try:
             self.control.settimeout(10)
             self.control.sendall(b"W" + struct.pack("<q", child.pid))
-            (status,) = struct.unpack("<q", _recv_exactly(self.control, 8))
+            status, child.refused_tasks = struct.unpack("<qq", _recv_exactly(self.control, 16))
             return None if status < 0 else status
         except (OSError, struct.error):
             self.restart()  # the learner's code killed the zygote: a fresh one for the rest
