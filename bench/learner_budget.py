@@ -10,7 +10,7 @@ server. Prints, per mode: the honest learners with full marks, the threads the b
 bytes the filler wrote, what is left in the temporary folder, feedback files holding a
 traceback or the grader's path, and the wall time.
 
-    sudo .venv/bin/python bench/learner_budget.py [--honest 20] [--threads 3000] [--hold 10]
+    sudo .venv/bin/python bench/learner_budget.py [--honest 40] [--threads 3000] [--hold 10]
         [--total-mb 1024] [--user-tasks 1000] [--time-limit 60] [--checkout PATH]
 
 ``--checkout PATH``: grade with the grader of another checkout (an older commit, unpacked
@@ -36,7 +36,7 @@ GRADER_USER = "mha-budget-grader"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--honest", type=int, default=20)
+    parser.add_argument("--honest", type=int, default=40)
     parser.add_argument("--threads", type=int, default=3000)
     parser.add_argument("--hold", type=float, default=10.0)
     parser.add_argument("--total-mb", type=int, default=1024)
