@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -51,6 +52,13 @@ def test_each_mode_says_what_caps_the_learners_threads(monkeypatch, root, run_as
     assert any(f"{budget.SCRATCH_MB} MB scratch" in layer for layer in status["layers"]) is bool(ns)
     if not bounded:
         assert "--run-as" in status["unbounded"]
+
+
+def test_elsewhere_than_linux_nothing_is_claimed(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert budget.plan(False)["tasks"] == "none"
+    layers, missing = budget.describe(budget.plan(False))
+    assert layers == [] and "darwin" in missing[0]
 
 
 def test_this_machine_caps_the_threads(tmp_path):

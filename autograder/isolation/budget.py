@@ -15,8 +15,8 @@ per child whoever runs the grader.
   child's limit is set to its user's tasks when it starts plus :data:`TASKS`. The learners'
   threads still count against the grader's own user: degraded, and ``mha-grade batch``
   refuses it unless told (``--unconfined``).
-* ``none``: root with neither a group nor a learner user: the kernel never applies
-  ``RLIMIT_NPROC`` to uid 0, so nothing caps the learner's threads.
+* ``none``: root with neither a group nor a learner user (the kernel never applies
+  ``RLIMIT_NPROC`` to uid 0), or not Linux: nothing caps the learner's threads.
 
 **Scratch**: where the child can have a mount namespace of its own (root; an ordinary user
 through its user namespace), a tmpfs of :data:`SCRATCH_MB` (and :data:`SCRATCH_FILES` files)
@@ -124,6 +124,8 @@ def plan(run_as: bool) -> dict:
     """How the children's tasks and scratch will be capped here: ``tasks`` (a mode named in
     the module's docstring), ``group`` (the pids directory under which the zygote makes its
     group, for ``cgroup``) and ``scratch`` (``"tmpfs"`` or ``"file"``)."""
+    if not sys.platform.startswith("linux"):  # none of these exists elsewhere (and no child applies them)
+        return {"tasks": "none", "group": None, "namespace": "", "scratch": "file"}
     group = pids_directory()
     if group is not None and not _may_make_group(group):
         group = None
@@ -171,6 +173,9 @@ def describe(p: dict) -> tuple[list[str], list[str]]:
         missing.append(f"the learner's threads count against the grader's own user (at most {TASKS} more "
                        "than the user had per child; no pids cgroup may be created and no user namespace "
                        "either: run as root with --run-as, or delegate a cgroup with the pids controller)")
+    elif not sys.platform.startswith("linux"):
+        missing.append(f"nothing caps the learner's threads on {sys.platform} (pids cgroups and user "
+                       "namespaces are Linux's)")
     else:
         missing.append("nothing caps the learner's threads (root is exempt from the process cap, and no "
                        "pids cgroup may be created here: use --run-as)")
