@@ -11,6 +11,7 @@ what was refused, nothing is left in the temporary folder, and the grader ends b
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -166,3 +167,35 @@ def test_a_thread_bomb_and_a_scratch_filler_cost_only_themselves(mode, shared_di
     assert "No space left on device" in got["fill_said"], got["fill_said"]
     # Nothing left in the temporary folder; nothing of the grader's in what learners get.
     assert got["left_entries"] == 0 and got["leaky_feedback"] == []
+
+
+# ------------------------------------------------------------------ the grader's own failures
+
+def test_a_grader_out_of_threads_is_tried_again_then_the_learner_is_told_plainly(tmp_path):
+    import errno
+
+    from autograder.classroom import graders
+
+    tried = tmp_path / "tried"
+    tried.mkdir()
+    secret = str(tmp_path / "instructor" / "solutions")
+
+    def grade(path, exercises=None, seed=0):  # runs in a forked grader: its tries are counted in files
+        name = Path(path).name
+        (tried / f"{name}.{len(list(tried.glob(name + '.*')))}").touch()
+        if name == "always" or not (tried / f"{name}.1").exists():  # "once": its first try only
+            try:
+                raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable", secret)
+            except OSError as err:
+                raise RuntimeError(f"could not start the learner's process under {secret}") from err
+        return {"submission": name, "score": 1.0, "max_score": 1.0, "exercises": []}
+
+    outcomes = {o.learner: o for o in graders.grade_all({"once": tmp_path / "once", "always": tmp_path / "always"},
+                                                        2, grade=grade)}
+    assert outcomes["once"].error is None and outcomes["once"].report["score"] == 1.0
+    assert len(list(tried.glob("once.*"))) == 2
+    assert len(list(tried.glob("always.*"))) == 1 + graders.RETRIES
+    said = outcomes["always"].report["error"]
+    assert said.startswith("the grading machine ran out of processes or threads (RuntimeError)"), said
+    assert secret not in json.dumps(outcomes["always"].report) and "Traceback" not in json.dumps(outcomes["always"].report)
+    assert secret in outcomes["always"].error  # the instructor's copy: the whole traceback
