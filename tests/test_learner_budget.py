@@ -199,3 +199,24 @@ def test_a_grader_out_of_threads_is_tried_again_then_the_learner_is_told_plainly
     assert said.startswith("the grading machine ran out of processes or threads (RuntimeError)"), said
     assert secret not in json.dumps(outcomes["always"].report) and "Traceback" not in json.dumps(outcomes["always"].report)
     assert secret in outcomes["always"].error  # the instructor's copy: the whole traceback
+
+
+# ------------------------------------------------------------------ limits the learner may not raise
+
+def test_the_learner_cannot_raise_its_own_limits_past_their_ceiling(shared_dir):
+    import subprocess
+
+    from budget_attack import submission
+
+    submission(shared_dir / "sub", "raise_own_limits")
+    report = shared_dir / "report.json"
+    env = {k: v for k, v in os.environ.items() if k != "MHA_GRADE_USER"}
+    proc = subprocess.run([sys.executable, "-m", "autograder", str(shared_dir / "sub"), "--exercise", "softmax",
+                           "--json", str(report), "--quiet"], env=dict(env, OMP_NUM_THREADS="1"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(report.read_text())["exercises"][0]["cases"][0]["feedback"]
+    assert "OUTCOME" in said, said
+    # The CPU limit is the soft one it always was (each case's CPU is watched from outside).
+    for capped in ("RLIMIT_AS=capped", "RLIMIT_FSIZE=capped", "memory:refused"):
+        assert capped in said, said

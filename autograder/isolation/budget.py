@@ -38,6 +38,7 @@ TASKS = 64  # tasks (the child's threads, itself included) per child
 SCRATCH_MB = 64  # as RLIMIT_FSIZE's one file: an honest exercise writes almost nothing
 SCRATCH_FILES = 4096
 LEARNER_USER_TASKS = 256  # all learners' tasks at once, under --run-as without a group
+MEMORY_CEILING = 2  # exercises' memory allowances the learner's code may raise its own limit to
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 16384, 1 << 18

@@ -65,6 +65,14 @@ def settle(job: dict, policy: confine.Policy, zygote: int) -> None:
     os.close(devnull)
     cap(resource.RLIMIT_FSIZE, budget.SCRATCH_MB * 2**20)
     limit(resource.RLIMIT_CORE, 0)
+    # Each exercise sets its memory limit as a soft one (a reused child's next exercise may
+    # need it higher), which the learner's code may raise up to the hard one: that ceiling is
+    # fixed now, at twice an exercise's allowance above what the child maps before any of it.
+    ceiling = _address_space() + budget.MEMORY_CEILING * job["memory_mb"] * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or ceiling < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling if soft == resource.RLIM_INFINITY else min(soft, ceiling),
+                                                ceiling))
     # The import path: no repository root, no current directory, and a blocker in front of
     # every finder (the editable install's finder would otherwise find `solutions`).
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
