@@ -220,3 +220,24 @@ def test_the_learner_cannot_raise_its_own_limits_past_their_ceiling(shared_dir):
     # The CPU limit is the soft one it always was (each case's CPU is watched from outside).
     for capped in ("RLIMIT_AS=capped", "RLIMIT_FSIZE=capped", "memory:refused"):
         assert capped in said, said
+
+
+def test_a_grader_killed_mid_submission_leaves_no_scratch_behind(tmp_path, monkeypatch):
+    import tempfile
+    import time
+
+    from autograder.classroom import graders
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def grade(path, exercises=None, seed=0):  # as the pipeline does, then a hang: killed at the timeout
+        scratch = tempfile.mkdtemp(prefix="mha-grade-")
+        os.makedirs(f"{scratch}/0/fill")
+        with open(f"{scratch}/0/fill/data", "wb") as f:
+            f.write(b"\0" * 2**20)
+        os.chmod(f"{scratch}/0/fill", 0o500)
+        time.sleep(60)
+
+    outcomes = graders.grade_all({"hang": tmp_path / "hang"}, 1, grade=grade, timeout=2.0)
+    assert "longer than 2 s" in outcomes[0].report["error"]
+    assert list(tmp_path.iterdir()) == [] and tempfile.tempdir == str(tmp_path)

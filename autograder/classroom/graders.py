@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, is_dataclass
@@ -248,6 +249,11 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
     """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
     grade = grade or pipeline_grader()
     ctx = multiprocessing.get_context("fork")
+    # Every grader's temporary files (the learners' scratch folders) in one folder of the
+    # batch's, removed at the end: a grader killed mid-submission cannot remove its own.
+    # Traversable by a learner user (--run-as), who reaches its scratch folder through it.
+    temporary, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix="mha-batch-")
+    os.chmod(tempfile.tempdir, 0o711)
     # The graders share this process's pages (torch, the checks): frozen, the objects there
     # are never walked by a grader's garbage collector, which would copy every page it touched.
     gc.freeze()
@@ -333,4 +339,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         for g in graders:
             g.kill() if g.job else g.stop()
         getattr(grade, "reap", lambda: None)()
+        from ..isolation.budget import remove_tree
+
+        remove_tree(tempfile.tempdir)
+        tempfile.tempdir = temporary
     return outcomes
