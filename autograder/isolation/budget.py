@@ -250,6 +250,23 @@ def _rmdir(path: str) -> None:
             time.sleep(0.01)
 
 
+def forget(zygote: int) -> None:
+    """Remove the group of a zygote that is gone (killed before it could remove it itself)."""
+    parent = pids_directory()
+    if parent is not None and not os.path.exists(f"/proc/{zygote}"):
+        _remove_group(os.path.join(parent, f"{_PREFIX}{zygote}"))
+
+
+def _remove_group(path: str) -> None:
+    try:
+        for child in os.scandir(path):
+            if child.is_dir(follow_symlinks=False):
+                os.rmdir(child.path)
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def _remove_stale(parent: str) -> None:
     try:
         entries = list(os.scandir(parent))
@@ -259,15 +276,8 @@ def _remove_stale(parent: str) -> None:
         name = entry.name
         if not name.startswith(_PREFIX) or not name[len(_PREFIX):].isdigit():
             continue
-        if os.path.exists(f"/proc/{name[len(_PREFIX):]}"):
-            continue  # a live zygote's (or a reused pid's: left alone, it is removed later)
-        try:
-            for child in os.scandir(entry.path):
-                if child.is_dir(follow_symlinks=False):
-                    os.rmdir(child.path)
-            os.rmdir(entry.path)
-        except OSError:
-            pass
+        if not os.path.exists(f"/proc/{name[len(_PREFIX):]}"):  # else a live zygote's (or a reused pid's)
+            _remove_group(entry.path)
 
 
 # ------------------------------------------------------------------ a child

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import confine
+from . import budget, confine
 from .exchange import Child
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +157,8 @@ class Zygote:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process is not None:  # a zygote killed before it removed its pids group
+            budget.forget(self.process.pid)
 
 
 def learner_environment(run_as) -> dict:
