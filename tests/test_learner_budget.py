@@ -241,3 +241,18 @@ def test_a_grader_killed_mid_submission_leaves_no_scratch_behind(tmp_path, monke
     outcomes = graders.grade_all({"hang": tmp_path / "hang"}, 1, grade=grade, timeout=2.0)
     assert "longer than 2 s" in outcomes[0].report["error"]
     assert list(tmp_path.iterdir()) == [] and tempfile.tempdir == str(tmp_path)
+
+
+@pytest.mark.parametrize("memberships, mounts, controllers, found", [
+    ("8:pids:/\n4:memory:/x\n0::/\n",  # v1 beside a v2 without pids (this machine)
+     "1 0 0:1 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n2 0 0:2 / /sys/fs/cgroup/unified rw - cgroup2 c rw\n",
+     "hugetlb", "/sys/fs/cgroup/pids"),
+    ("8:pids:/docker/abc\n",  # v1 in a container: its group is the mount's root
+     "1 0 0:1 /docker/abc /sys/fs/cgroup/pids ro - cgroup cgroup ro,pids\n", "", "/sys/fs/cgroup/pids"),
+    ("0::/user.slice/u.service\n",  # v2 offering pids
+     "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "cpu pids", "/sys/fs/cgroup/user.slice/u.service"),
+    ("0::/user.slice/u.service\n", "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "cpu memory", None),
+    ("0::/\n", "1 0 0:1 / /proc rw - proc proc rw\n", "pids", None),  # no cgroup file system at all
+])
+def test_the_pids_hierarchy_is_found_where_the_kernel_mounts_it(memberships, mounts, controllers, found):
+    assert budget.find_pids_directory(memberships, mounts, lambda path: controllers) == found

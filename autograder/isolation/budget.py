@@ -52,22 +52,30 @@ def pids_directory() -> str | None:
     or v2's when it offers pids there), if any."""
     try:
         with open("/proc/self/cgroup") as f:
-            memberships = [line.rstrip("\n").split(":", 2) for line in f]
+            memberships = f.read()
         with open("/proc/self/mountinfo") as f:
-            mounts = [line.split() for line in f]
+            mounts = f.read()
     except OSError:
         return None
-    for mount in mounts:
+    return find_pids_directory(memberships, mounts, _read)
+
+
+def find_pids_directory(memberships: str, mounts: str, read) -> str | None:
+    """:func:`pids_directory` from the texts of ``/proc/self/cgroup`` and ``mountinfo``;
+    ``read(path)`` gives a cgroup v2 directory's ``cgroup.controllers``."""
+    groups = [line.split(":", 2) for line in memberships.splitlines() if line.count(":") >= 2]
+    for mount in (line.split() for line in mounts.splitlines()):
+        if "-" not in mount:
+            continue
         dash = mount.index("-")
         fstype, root, point, options = mount[dash + 1], mount[3], mount[4], mount[dash + 3].split(",")
-        for _, controllers, path in memberships:
+        for _, controllers, path in groups:
             v1 = fstype == "cgroup" and "pids" in controllers.split(",") and "pids" in options
             v2 = fstype == "cgroup2" and controllers == ""
             if not (v1 or v2) or not (path + "/").startswith(root.rstrip("/") + "/"):
                 continue
-            where = os.path.join(point, os.path.relpath(path, root).lstrip("./") if path != root else "")
-            where = where.rstrip("/") or "/"
-            if v2 and "pids" not in _read(os.path.join(where, "cgroup.controllers")).split():
+            where = os.path.join(point, path[len(root.rstrip("/")):].lstrip("/")).rstrip("/") or "/"
+            if v2 and "pids" not in read(os.path.join(where, "cgroup.controllers")).split():
                 continue
             return where
     return None
