@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -256,3 +257,20 @@ def test_a_grader_killed_mid_submission_leaves_no_scratch_behind(tmp_path, monke
 ])
 def test_the_pids_hierarchy_is_found_where_the_kernel_mounts_it(memberships, mounts, controllers, found):
     assert budget.find_pids_directory(memberships, mounts, lambda path: controllers) == found
+
+
+def test_a_killed_batchs_temporary_folder_goes_with_the_next_batch(tmp_path, monkeypatch):
+    import tempfile
+
+    from autograder.classroom import graders
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs: a batch killed with SIGKILL
+    stale = tmp_path / f"mha-batch-{dead.pid}-x1y2z3"
+    (stale / "mha-grade-abc" / "0").mkdir(parents=True)
+    (stale / "mha-grade-abc" / "0").chmod(0o500)
+    alive = tmp_path / f"mha-batch-{os.getpid()}-x1y2z3"  # a batch still running: left alone
+    alive.mkdir()
+    graders.grade_all({"ada": tmp_path / "ada"}, 1, grade=lambda path, exercises=None, seed=0: {"score": 1.0})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name]

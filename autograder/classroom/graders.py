@@ -243,6 +243,24 @@ class _Grader:
             self.kill()
 
 
+def _remove_stale_folders() -> None:
+    """The temporary folders of this user's batches that were killed (SIGKILL leaves no time to
+    remove them): ``mha-batch-<pid>-*`` whose process is gone."""
+    from ..isolation.budget import remove_tree
+
+    where = tempfile.gettempdir()
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.name.split("-")
+        if (len(parts) == 4 and parts[:2] == ["mha", "batch"] and parts[2].isdigit()
+                and not os.path.exists(f"/proc/{parts[2]}") and entry.is_dir(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_uid == os.getuid()):
+            remove_tree(entry.path)
+
+
 def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = None, exercises=None,
               seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
               on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
@@ -252,7 +270,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
     # Every grader's temporary files (the learners' scratch folders) in one folder of the
     # batch's, removed at the end: a grader killed mid-submission cannot remove its own.
     # Traversable by a learner user (--run-as), who reaches its scratch folder through it.
-    temporary, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix="mha-batch-")
+    _remove_stale_folders()
+    temporary, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix=f"mha-batch-{os.getpid()}-")
     os.chmod(tempfile.tempdir, 0o711)
     # The graders share this process's pages (torch, the checks): frozen, the objects there
     # are never walked by a grader's garbage collector, which would copy every page it touched.
