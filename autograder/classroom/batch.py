@@ -64,6 +64,7 @@ from .intake import BatchError
 
 PACKAGE = Path(__file__).resolve().parent.parent  # autograder/
 SEED_FILE = ".seed"
+GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 
 
 @dataclass
@@ -187,6 +188,9 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             known[outcome.learner] = hashes[outcome.learner]
         else:
             known.pop(outcome.learner, None)  # a grader failure is retried next time
+            # The learner's report says what failed in a sentence; the details are the instructor's.
+            with open(out / GRADER_ERRORS, "a", encoding="utf-8") as f:
+                f.write(f"== {outcome.learner}\n{outcome.error.rstrip()}\n\n")
         files.write_json(hashes_file, known)
 
     for o in result.outcomes:
@@ -348,10 +352,15 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     if not 0 <= args.late_penalty <= 100:
         return refuse(f"--late-penalty is a percent per day, between 0 and 100, not {args.late_penalty:g}")
     from ..isolation import confinement
+    from ..isolation.confine import bounded
 
     confined, why = confinement(run_as=bool(args.run_as))
     if not confined and not args.unconfined:
         return refuse(f"the learners' code cannot be confined here ({why}); grade on a machine where it can, "
+                      "or pass --unconfined for code you trust")
+    capped, why = bounded(run_as=bool(args.run_as))
+    if not capped and not args.unconfined:
+        return refuse(f"one learner's threads could starve the grader and the other learners here ({why}); "
                       "or pass --unconfined for code you trust")
     try:
         result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
@@ -366,6 +375,10 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     missing = f", {len(result.missing)} on the roster without a submission" if result.missing else ""
     print(f"{n} submissions ({result.graded} graded, {n - result.graded} unchanged{missing}) in "
           f"{result.wall:.1f} s -> {args.out / 'grades.csv'}", file=sys.stderr)
+    failed = sum(1 for o in result.outcomes if o.error is not None and not o.skipped)
+    if failed:
+        print(f"the grader failed on {failed} submission(s), graded again at the next run: "
+              f"details in {args.out / GRADER_ERRORS}", file=sys.stderr)
     return 0
 
 

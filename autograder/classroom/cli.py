@@ -115,6 +115,8 @@ def _grade(argv: list[str], zygote) -> int:
     warning = report_mod.confinement_warning(zygote.confinement)
     if warning:
         print(f"mha-grade: {warning}", file=sys.stderr)
+    if zygote.confinement.get("unbounded"):  # what one learner's threads may cost here (isolation/budget.py)
+        print(f"mha-grade: note: {zygote.confinement['unbounded']}", file=sys.stderr)
     try:
         from ..grading import runner
 

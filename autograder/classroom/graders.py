@@ -3,14 +3,20 @@ pipeline (its own learner-side zygote, reused), that die with the batch however 
 
 :func:`grade_all` hands submissions to ``jobs`` graders and gathers an :class:`Outcome` per
 learner; a grader that crashes or overruns its submission's time costs only that submission.
+A submission whose grader raised (the machine out of processes, threads or memory, say) is
+graded again, :data:`RETRIES` times, after a pause; its learner's report then says what
+failed in a sentence of the grader's (never a traceback or a path of the instructor's), and
+the traceback goes to the instructor (``Outcome.error``).
 """
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import multiprocessing
 import os
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, is_dataclass
@@ -23,6 +29,8 @@ from ..isolation.confine import die_with_parent
 from ..spec import POINTS
 
 DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
+RETRIES = 2  # more tries for a submission whose grader raised
+RETRY_PAUSES = (1.0, 3.0)  # seconds before each: time for what exhausted the machine to end
 
 
 @dataclass
@@ -58,6 +66,34 @@ def error_report(learner: str, message: str, exercises: list[str] | None, seed: 
         "exercises": [{"id": e, "status": "error", "score": 0.0, "max_score": float(POINTS[e]),
                        "cases": [], "feedback": message, "notes": []} for e in ids],
     }
+
+
+def exhausted(err: BaseException) -> str | None:
+    """What the machine ran out of, when that is why ``err`` was raised (its causes included):
+    a fork or a thread refused (EAGAIN), memory, open files, disk space; None otherwise."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, MemoryError):
+            return "memory"
+        if isinstance(err, OSError):
+            what = {errno.EAGAIN: "processes or threads", errno.ENOMEM: "memory", errno.EMFILE: "open files",
+                    errno.ENFILE: "open files", errno.ENOSPC: "disk space"}.get(err.errno)
+            if what:
+                return what
+        if isinstance(err, RuntimeError) and "can't start new thread" in str(err):
+            return "processes or threads"
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def failure(err: BaseException) -> str:
+    """The learner's sentence for a grader that raised: what failed, without its message (which
+    may name the instructor's files)."""
+    what = exhausted(err)
+    cause = (f"the grading machine ran out of {what}" if what else "the grader failed") + f" ({type(err).__name__})"
+    return (f"{cause} while grading this submission, in {1 + RETRIES} tries: it was not graded; "
+            "the instructor has the details, and the next run grades it again")
 
 
 # -------------------------------------------------------------------------------- graders
@@ -155,9 +191,10 @@ def _serve(conn, others, parent: int, grade: Callable, exercises, seed, slot: in
         try:
             report = report_dict(grade(str(path), exercises=exercises, seed=seed))
             json.dumps(report)  # fail here, not in the parent, on anything that is not JSON data
-            conn.send((learner, report, None, time.perf_counter() - start, _cpu() - cpu))
-        except BaseException:  # noqa: BLE001  (a grader bug on one submission must not stop the batch)
-            conn.send((learner, None, traceback.format_exc(limit=4), time.perf_counter() - start, _cpu() - cpu))
+            conn.send((learner, report, None, time.perf_counter() - start, _cpu() - cpu, None))
+        except BaseException as err:  # noqa: BLE001  (a grader bug on one submission must not stop the batch)
+            conn.send((learner, None, traceback.format_exc(limit=8), time.perf_counter() - start, _cpu() - cpu,
+                       failure(err)))
 
 
 class _Grader:
@@ -192,16 +229,42 @@ class _Grader:
             self.kill()
 
 
+def _remove_stale_folders() -> None:
+    """The temporary folders of this user's batches that were killed (SIGKILL leaves no time to
+    remove them): ``mha-batch-<pid>-*`` whose process is gone."""
+    from ..isolation.budget import remove_tree
+
+    where = tempfile.gettempdir()
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.name.split("-")
+        if (len(parts) == 4 and parts[:2] == ["mha", "batch"] and parts[2].isdigit()
+                and not os.path.exists(f"/proc/{parts[2]}") and entry.is_dir(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_uid == os.getuid()):
+            remove_tree(entry.path)
+
+
 def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = None, exercises=None,
               seed: int = 0, timeout: float = DEFAULT_TIMEOUT,
               on_done: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
     """Grade ``jobs`` (learner -> path) on ``n_jobs`` forked graders; ``on_done`` per result."""
     grade = grade or pipeline_grader()
     ctx = multiprocessing.get_context("fork")
+    # Every grader's temporary files (the learners' scratch folders) in one folder of the
+    # batch's, removed at the end: a grader killed mid-submission cannot remove its own.
+    # Traversable by a learner user (--run-as), who reaches its scratch folder through it.
+    _remove_stale_folders()
+    temporary, tempfile.tempdir = tempfile.tempdir, tempfile.mkdtemp(prefix=f"mha-batch-{os.getpid()}-")
+    os.chmod(tempfile.tempdir, 0o711)
     # The graders share this process's pages (torch, the checks): frozen, the objects there
     # are never walked by a grader's garbage collector, which would copy every page it touched.
     gc.freeze()
     queue = list(jobs.items())
+    later: list[tuple[float, tuple[str, Path]]] = []  # (when, job): submissions to try again
+    tries: dict[str, int] = {}
     graders: list[_Grader] = []
     for slot in range(max(1, min(n_jobs, len(queue)))):
         graders.append(_Grader(ctx, grade, exercises, seed, graders, slot))
@@ -214,6 +277,10 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
 
     def feed() -> None:
         """Each idle grader takes the next submission (one that died while idle is replaced)."""
+        now = time.perf_counter()
+        for when, job in [entry for entry in later if entry[0] <= now]:
+            later.remove((when, job))
+            queue.insert(0, job)
         for i, g in enumerate(graders):
             if g.job is None and queue:
                 job = queue.pop(0)
@@ -225,10 +292,19 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
                     replace(i)
 
     def finish(i: int, report: dict | None, error: str | None, seconds: float, cpu: float = 0.0,
-               dead: bool = False) -> None:
+               dead: bool = False, said: str | None = None) -> None:
         learner = graders[i].job[0]
+        if report is None and said is not None and tries.get(learner, 0) < RETRIES:
+            # The grader raised: perhaps the machine was out of threads for a moment (a
+            # classmate's bomb before its cap, another program). Again, after a pause.
+            later.append((time.perf_counter() + RETRY_PAUSES[min(tries.get(learner, 0), len(RETRY_PAUSES) - 1)],
+                          graders[i].job))
+            tries[learner] = tries.get(learner, 0) + 1
+            graders[i].job = None
+            feed()
+            return
         if report is None:
-            report = error_report(learner, f"the grader failed on this submission: {error}", exercises, seed)
+            report = error_report(learner, said or f"the grader failed on this submission: {error}", exercises, seed)
         outcome = Outcome(learner, report, seconds, error=error, cpu=cpu)
         outcomes.append(outcome)
         graders[i].job = None
@@ -238,13 +314,15 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         on_done(outcome)
 
     try:
-        while queue or any(g.job for g in graders):
+        while queue or later or any(g.job for g in graders):
             feed()
             busy = [g for g in graders if g.job]
             if not busy:
+                if later:
+                    time.sleep(max(0.0, min(when for when, _ in later) - time.perf_counter()))
                 continue
             now = time.perf_counter()
-            next_deadline = min(g.started + timeout for g in busy)
+            next_deadline = min([g.started + timeout for g in busy] + [when for when, _ in later])
             ready = wait([g.conn for g in busy], timeout=max(0.0, next_deadline - now))
             for i, g in enumerate(graders):
                 if not g.job:
@@ -252,8 +330,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
                 elapsed = time.perf_counter() - g.started
                 if g.conn in ready:
                     try:
-                        learner, report, error, seconds, cpu = g.conn.recv()
-                        finish(i, report, error, seconds, cpu)
+                        learner, report, error, seconds, cpu, said = g.conn.recv()
+                        finish(i, report, error, seconds, cpu, said=said)
                         continue
                     except (EOFError, OSError):
                         why = "the grading process died (killed or crashed)"
@@ -266,4 +344,8 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         for g in graders:
             g.kill() if g.job else g.stop()
         getattr(grade, "reap", lambda: None)()
+        from ..isolation.budget import remove_tree
+
+        remove_tree(tempfile.tempdir)
+        tempfile.tempdir = temporary
     return outcomes

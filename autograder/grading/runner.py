@@ -25,7 +25,6 @@ import inspect
 import os
 import platform
 import resource
-import shutil
 import signal
 import tempfile
 import threading
@@ -38,6 +37,7 @@ import numpy as np
 
 from .. import __version__
 from ..isolation import exchange, protocol, sandbox
+from ..isolation.budget import TASKS, remove_tree
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
@@ -75,7 +75,7 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
     finally:
         if own_zygote:
             zygote.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)  # what the learner made read-only too
     return Report(
         exercises=results,
         score=round(sum(r.score for r in results), 6),
@@ -138,6 +138,7 @@ class _Running:
     proxies: dict
     early: list | None = None  # outputs decided without a child (budget spent)
     cpu: float = 0.0  # the child's CPU seconds when it took the job, then what the job cost
+    refused_tasks: int = 0  # new threads the child's pids group refused (its thread cap)
 
 
 def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch,
@@ -225,6 +226,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
             idle.append(run.child)
         else:
             status = zygote.finish(run.child)
+            run.refused_tasks = getattr(run.child, "refused_tasks", 0)
     if ended == "timeout":
         pending = next(c for c, o in zip(run.cases, outputs) if o is None)
         if time.monotonic() < deadline and pending.timeout is not None:  # the case's own limit
@@ -320,6 +322,9 @@ def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
         names = list(run.proxies)
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         notes.append(f"graded with the reference {listed} (one mistake counts once)")
+    if run.refused_tasks:
+        notes.append(f"your code tried to start more threads than its process may have ({TASKS}): "
+                     f"{run.refused_tasks} were refused")
     try:
         result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
         if result.status == "not attempted":  # nothing of the learner's ran: no reference stood in

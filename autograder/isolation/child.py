@@ -1,7 +1,9 @@
 """A child of the zygote: confined before any learner code exists in it, then exercises.
 
-The order matters. Silence, limits, a scratch working directory and an import path with no
-grader module come first; then the Landlock rules are built while the child still has the
+The order matters. Its own thread cap and scratch (``budget.py``: a pids group, a user or
+mount namespace with a tmpfs on the scratch directory) come first, while it still has the
+grader's credentials; then silence, limits, the scratch as working directory and an import
+path with no grader module; then the Landlock rules are built while the child still has the
 grader's credentials (it must open the paths it may read); then the learner user (as
 root), death with the zygote, and the kernel layers (``confine.enforce``). Only then does
 the first job's learner code run. A failure anywhere there exits the child: the grader
@@ -15,7 +17,7 @@ import shutil
 import sys
 import tempfile
 
-from . import cases, confine, protocol
+from . import budget, cases, confine, protocol
 from .package import PACKAGE, Blocker, blocked
 from .pristine import Pristine
 
@@ -48,13 +50,29 @@ def run(sock, drivers, namespaces: list, policy: confine.Policy, zygote: int) ->
 def settle(job: dict, policy: confine.Policy, zygote: int) -> None:
     """Every layer of confinement, before the learner's code exists in here."""
     workdir = job["workdir"]
+    plan = policy.budget
+    policy.groups.enter()  # first: a user namespace would leave it no right to the group's files
+    if plan["namespace"]:  # before the chdir: the working directory must be the tmpfs
+        budget.enter_namespace(plan["namespace"], workdir, os.getuid(), os.getgid())
+    if plan["tasks"] == "userns":  # counted in this child's own user namespace: its tasks only
+        cap(resource.RLIMIT_NPROC, budget.TASKS)
+    elif plan["tasks"] == "shared":  # counted per uid, with the grader's: what there is now, plus a few
+        cap(resource.RLIMIT_NPROC, budget.user_tasks(os.getuid()) + budget.TASKS)
     os.chdir(workdir)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # anything the learner prints goes nowhere: results use the socket
         os.dup2(devnull, fd)
     os.close(devnull)
-    limit(resource.RLIMIT_FSIZE, 64 * 2**20)
+    cap(resource.RLIMIT_FSIZE, budget.SCRATCH_MB * 2**20)
     limit(resource.RLIMIT_CORE, 0)
+    # Each exercise sets its memory limit as a soft one (a reused child's next exercise may
+    # need it higher), which the learner's code may raise up to the hard one: that ceiling is
+    # fixed now, at twice an exercise's allowance above what the child maps before any of it.
+    ceiling = _address_space() + budget.MEMORY_CEILING * job["memory_mb"] * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or ceiling < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling if soft == resource.RLIM_INFINITY else min(soft, ceiling),
+                                                ceiling))
     # The import path: no repository root, no current directory, and a blocker in front of
     # every finder (the editable install's finder would otherwise find `solutions`).
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -109,8 +127,16 @@ def drop_privileges(workdir: str) -> None:
     os.setuid(uid)
     if os.getuid() != uid or os.geteuid() != uid:  # never run learner code still privileged
         raise PermissionError("could not drop to the learner user")
-    # A user of its own: a process cap now counts only the learner's processes (a fork bomb).
-    limit(resource.RLIMIT_NPROC, 256)
+    # A user of its own: a process cap now counts only the learners' tasks (a thread bomb).
+    cap(resource.RLIMIT_NPROC, budget.LEARNER_USER_TASKS)
+
+
+def cap(which: int, value: int) -> None:
+    """A limit for the child's whole life: the hard one too, which the learner's code cannot raise."""
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
 
 
 def limit(which: int, value: int) -> None:

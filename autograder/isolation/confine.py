@@ -17,6 +17,9 @@ each stopping what the others do not:
 * **credentials**: ``no_new_privs``; as root, the unprivileged learner user when one is
   given (``--run-as``, ``MHA_GRADE_USER``) or else no capabilities at all; the rlimits and
   the user's process cap stay (``child.py``).
+* **budget** (``budget.py``): a cap on the child's threads that is its own (a pids cgroup, or
+  a user namespace of its own; as root with ``--run-as``, the learner user's process cap),
+  and a size-limited tmpfs scratch in a mount namespace of its own, where the kernel allows.
 * **lifetime**: the zygote and every child get SIGKILL when their parent dies
   (``PR_SET_PDEATHSIG``), and see EOF on their socket.
 
@@ -32,7 +35,7 @@ import os
 import sys
 import sysconfig
 
-from . import seccomp
+from . import budget, seccomp
 
 _PR_SET_PDEATHSIG = 1
 _CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -56,7 +59,9 @@ def landlock_abi() -> tuple[int, str]:
 
 def status(run_as: bool = False) -> dict:
     """What confines the learner's code on this machine, for the report: ``confined``,
-    ``layers`` (what applies) and ``why`` (what is missing, empty when nothing is)."""
+    ``layers`` (what applies) and ``why`` (what is missing, empty when nothing is); and
+    ``bounded``/``unbounded`` for what one learner's threads may cost everyone else
+    (``budget.py``): whether they have a cap of their own, and if not why."""
     abi, why_not = landlock_abi()
     filtered, why_no_filter = seccomp.available()
     layers, missing = [], []
@@ -76,7 +81,9 @@ def status(run_as: bool = False) -> dict:
     if abi and abi < 6 and not run_as:
         missing.append(f"Landlock ABI {abi} cannot stop signals to the grader (ABI 6 can; or use --run-as as root)")
     confined = bool(abi) and not missing
-    return {"confined": confined, "layers": layers, "why": "; ".join(missing)}
+    capped, uncapped = budget.describe(budget.plan(run_as))
+    return {"confined": confined, "layers": layers + capped, "why": "; ".join(missing),
+            "bounded": not uncapped, "unbounded": "; ".join(uncapped)}
 
 
 def confinement(run_as: bool = False) -> tuple[bool, str]:
@@ -85,6 +92,14 @@ def confinement(run_as: bool = False) -> tuple[bool, str]:
     unconfined unless told so."""
     s = status(run_as)
     return s["confined"], s["why"] or "confined: " + ", ".join(s["layers"])
+
+
+def bounded(run_as: bool = False) -> tuple[bool, str]:
+    """``(bounded, why)``: whether one learner's threads have a cap of their own here (not the
+    grader's user's), and what is missing when they do not. Batch grading refuses to run
+    unbounded unless told so."""
+    s = status(run_as)
+    return s["bounded"], s["unbounded"] or ", ".join(s["layers"])
 
 
 # ------------------------------------------------------------------ the rules (zygote)
@@ -98,6 +113,9 @@ class Policy:
         if self.filter:
             seccomp.prepare()
         self.reads = [(p, os.path.isdir(p)) for p in _readable()] if self.abi else []
+        # How each child's threads and scratch are capped (budget.py), and the zygote's pids group.
+        self.budget = budget.plan(run_as=bool(os.environ.get("MHA_GRADE_RUN_AS")))
+        self.groups = budget.Groups(self.budget["group"] if self.budget["tasks"] == "cgroup" else None)
 
 
 def _readable() -> list[str]:
@@ -216,8 +234,8 @@ def enforce(rules, policy: Policy) -> None:
             rules.close()
     if policy.filter:
         seccomp.install()
-    if os.geteuid() == 0:
-        _drop_capabilities(libc)
+    if os.geteuid() == 0 or policy.budget["tasks"] == "userns" or policy.budget["namespace"] == "user":
+        _drop_capabilities(libc)  # root's, or those a user namespace of its own gave
 
 
 def _drop_capabilities(libc) -> None:

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import confine
+from . import budget, confine
 from .exchange import Child
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +117,8 @@ class Zygote:
         raise AssertionError("unreachable")
 
     def finish(self, child: "Child") -> int | None:
-        """Kill what is left of the child's process group; its wait status (None if unknown)."""
+        """Kill what is left of the child's process group; its wait status (None if unknown).
+        ``child.refused_tasks``: how many new threads its pids group refused (0 without one)."""
         for kill in (os.killpg, os.kill):  # the group, and the child if it left its group
             try:
                 kill(child.pid, signal.SIGKILL)
@@ -127,7 +128,7 @@ class Zygote:
         try:
             self.control.settimeout(10)
             self.control.sendall(b"W" + struct.pack("<q", child.pid))
-            (status,) = struct.unpack("<q", _recv_exactly(self.control, 8))
+            status, child.refused_tasks = struct.unpack("<qq", _recv_exactly(self.control, 16))
             return None if status < 0 else status
         except (OSError, struct.error):
             self.restart()  # the learner's code killed the zygote: a fresh one for the rest
@@ -156,6 +157,8 @@ class Zygote:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process is not None:  # a zygote killed before it removed its pids group
+            budget.forget(self.process.pid)
 
 
 def learner_environment(run_as) -> dict:

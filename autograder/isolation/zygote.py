@@ -76,7 +76,14 @@ def serve(control: socket.socket, drivers) -> None:
     # Taken here, where no learner code ever runs, and inherited by every child: copying
     # thousands of attributes is then paid once, not per child.
     namespaces = Pristine.namespaces()
-    policy = confine.Policy()  # what every child may read, found once
+    policy = confine.Policy()  # what every child may read, found once; its pids group, made once
+    try:
+        _serve(control, drivers, namespaces, policy)
+    finally:
+        policy.groups.close()
+
+
+def _serve(control: socket.socket, drivers, namespaces, policy) -> None:
     # Nothing of the zygote's is ever collected: no object inherited from a grader it was
     # forked from closes a descriptor number reused since, and the children's collections
     # do not walk (and copy) the inherited pages.
@@ -114,7 +121,9 @@ def serve(control: socket.socket, drivers) -> None:
             except ChildProcessError:
                 status = -1
             _kill_orphans(active)
-            control.sendall(struct.pack("<q", status))
+            refused = policy.groups.refused(pid)  # new threads its pids group refused
+            policy.groups.release(pid)
+            control.sendall(struct.pack("<qq", status, refused))
         else:
             for fd in fds:
                 os.close(fd)
