@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 
 def parser() -> argparse.ArgumentParser:
@@ -98,6 +99,14 @@ def _grade(argv: list[str], zygote) -> int:
         if zygote is not None:
             zygote.close()
         print(f"mha-grade: {err}", file=sys.stderr)
+        if args.gradescope and isinstance(err, _Refused):  # the learner's to fix: results.json says so
+            from .classroom.gradescope import refused
+            from .report import write_atomic
+
+            why = str(err)
+            for path in sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True):
+                why = why.replace(path, "your submission") if len(path) > 1 else why  # its path here is the grader's
+            write_atomic(args.gradescope, json.dumps(refused(why, args.exercise), indent=2))
         return 2
     if zygote is None:
         try:
@@ -141,6 +150,10 @@ class _Unusable(Exception):
     """The options or the submission cannot be graded (exit status 2)."""
 
 
+class _Refused(_Unusable):
+    """The submission cannot be graded: nothing in it, or its files refused (the learner's to fix)."""
+
+
 def _validate(args, read_submission: bool = True):
     """The submission (None if not ``read_submission``) and the seed, or _Unusable saying why."""
     from .spec import POINTS
@@ -167,7 +180,7 @@ def _validate(args, read_submission: bool = True):
     try:
         return submission_mod.load(args.submission), seed
     except submission_mod.SubmissionError as err:
-        raise _Unusable(str(err)) from None
+        raise _Refused(str(err)) from None
 
 
 # ------------------------------------------------------------- the fresh image (Linux)

@@ -92,6 +92,23 @@ def test_a_submissions_files_are_capped_together(tmp_path):
         submission.load(z)
 
 
+def test_a_submission_refused_whole_still_gets_its_gradescope_results(tmp_path):
+    """As on Gradescope (``mha-grade SUB --gradescope``): a zip over the cap is refused with
+    exit status 2, and results.json still gives every exercise its test at 0 and says why,
+    without the grader's path to the submission."""
+    from autograder.spec import POINTS
+
+    z = hostile_files.notebooks_zip(tmp_path / "mallory.zip", count=5, megabytes=19)
+    results = tmp_path / "results.json"
+    status, stderr, _ = mha_grade([z, "--gradescope", results, "--seed", "3"], tmp_path)
+    assert status == 2 and "add up to more than" in stderr, stderr
+    got = json.loads(results.read_text())
+    assert got["score"] == 0 and got["output"].startswith(
+        f"Nothing could be graded: the submission's files add up to more than {submission.MAX_TOTAL // MB} MB")
+    assert [(t["name"], t["score"], t["max_score"]) for t in got["tests"]] == [(e, 0.0, p) for e, p in POINTS.items()]
+    assert str(tmp_path) not in results.read_text()
+
+
 # ----------------------------------------------------------------------------- protocol
 
 def test_a_frame_header_is_capped_before_it_is_parsed():
