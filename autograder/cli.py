@@ -103,9 +103,10 @@ def _grade(argv: list[str], zygote) -> int:
             from .classroom.gradescope import refused
             from .report import write_atomic
 
-            why = str(err)
-            for path in sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True):
-                why = why.replace(path, "your submission") if len(path) > 1 else why  # its path here is the grader's
+            why = str(err)  # the grader's path to the submission says nothing to the learner
+            paths = sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True)
+            for path in paths:
+                why = why.replace(path, "your submission") if len(path) > 1 else why
             write_atomic(args.gradescope, json.dumps(refused(why, args.exercise), indent=2))
         return 2
     if zygote is None:

@@ -24,10 +24,12 @@ Two measurements, printed as tables (the README's table of settings comes from t
    module, a cell of 400k blank lines, a zip of 100 notebooks of 20 MB, a 60 MB frame of empty
    objects), ``tests/adversarial/`` memory_bomb, hostile_text and leak_inputs, and softmaxes
    that touch memory (128 MiB at a time, 1 GiB at once). For each: exit status, whether
-   results.json was written with a test for every exercise, OOM kills in the cgroup (from
-   ``memory.oom_control``, ``memory.failcnt``) and which process the kernel killed (its
+   results.json was written with a test for every exercise, OOM kills in the cgroup (the
+   ``oom_kill`` count of ``memory.oom_control``) and which process the kernel killed (its
    ``oom-kill`` line in the kernel log: the grader, the zygote or a learner's child), the
-   cgroup's peak (``memory.max_usage_in_bytes``) and wall time. It misses when the grader
+   cgroup's peak (``memory.max_usage_in_bytes``) and wall time. (``under_oom`` stays 1 only
+   while an OOM killer is disabled, and ``memory.failcnt`` stayed 0 on Linux 6.18 with the memory+swap
+   limit set, the OOM killer having run: neither tells.) It misses when the grader
    was OOM-killed, results.json is missing or incomplete, or a peak is more than
    ``--bound-mb`` (500) above the honest learner's (not for the softmaxes that touch memory:
    their own process's pages, up to the container, are the learner's).
@@ -253,20 +255,6 @@ class Container:
                 return int(line.split()[1])
         return 0
 
-    def oom_state(self) -> dict:
-        """``under_oom`` and ``oom_kill`` (v1's ``memory.oom_control``; v2's ``memory.events``) and
-        how often usage hit the limit (v1's ``memory.failcnt``, v2's ``max`` event)."""
-        state = {}
-        f = self.dirs[0] / ("memory.events" if self.v2 else "memory.oom_control")
-        for line in f.read_text().splitlines() if f.exists() else []:
-            key, _, value = line.partition(" ")
-            state[key] = int(value)
-        # v1 counts a hit of the memory+swap limit (set equal to the memory limit) in memsw's.
-        fails = [int(f.read_text()) for f in (self.dirs[0] / "memory.failcnt", self.dirs[0] / "memory.memsw.failcnt")
-                 if f.exists()]
-        state["failcnt"] = max(fails) if fails else state.get("max", 0)
-        return state
-
     def pids(self) -> list[int]:
         try:
             return [int(p) for p in (self.dirs[0] / "cgroup.procs").read_text().split()]
@@ -283,7 +271,8 @@ class Container:
         killed = []
         for line in log.splitlines():
             if "oom-kill:" in line and f"oom_memcg=/{self.name}," in line + ",":
-                fields = dict(kv.split("=", 1) for kv in line.split("oom-kill:", 1)[1].split(",") if "=" in kv)
+                said = line.split("oom-kill:", 1)[1].split(",")
+                fields = dict(kv.split("=", 1) for kv in said if "=" in kv)
                 killed.append({"pid": int(fields.get("pid", -1)), "uid": int(fields.get("uid", -1)),
                                "task": fields.get("task", "?")})
         return killed
@@ -340,8 +329,10 @@ def _role(pid: int, uid: int, grader: int, seen: dict, learner_uid: int | None) 
     return "a learner-user process" if uid == learner_uid else f"pid {pid} (uid {uid})"
 
 
-def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str | None, seed_file: Path) -> dict:
-    """One grade as ``gradescope/run_autograder`` runs it, in a fresh cgroup of the container's size."""
+def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str | None, seed_file: Path,
+                     checkout: Path = ROOT, kill_after: float = 1800) -> dict:
+    """One grade as ``gradescope/run_autograder`` runs it, in a fresh cgroup of the container's size,
+    by the grader of ``checkout`` (another one measures before a change)."""
     import json
     import pwd
     import tempfile
@@ -356,20 +347,20 @@ def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str 
             cmd = [sys.executable, "-m", "autograder", str(submission), "--gradescope", str(results),
                    "--seed-file", str(seed_file)] + (["--run-as", user] if user else [])
             start = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    preexec_fn=box.enter)
+            proc = subprocess.Popen(cmd, cwd=checkout, env=dict(os.environ, PYTHONPATH=str(checkout)),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=box.enter)
             seen: dict[int, tuple[int, int]] = {}
             log = bytearray()
-            under_oom = 0  # a state, not a count: sampled while the grade runs
+            timed_out = False
             os.set_blocking(proc.stdout.fileno(), False)
             while proc.poll() is None:
-                under_oom = max(under_oom, box.oom_state().get("under_oom", 0))
                 for pid in box.pids():  # who is who, for naming the process the OOM killer picks
                     if pid not in seen and (known := _parents(pid)):
                         seen[pid] = known
                 log += proc.stdout.read() or b""
-                if time.perf_counter() - start > 1800:  # run_autograder's `timeout 1800`
+                if time.perf_counter() - start > kill_after:  # run_autograder's `timeout 1800`
                     proc.kill()
+                    timed_out = True
                 time.sleep(0.05)
             wall = time.perf_counter() - start
             os.set_blocking(proc.stdout.fileno(), True)
@@ -380,12 +371,14 @@ def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str 
                     data = json.loads(results.read_text())
                 except ValueError:
                     pass
-        state, killed = box.oom_state(), box.oom_killed()
-        tests = {t["name"] for t in (data or {}).get("tests", [])}
-        return {"exit": proc.returncode, "wall": wall, "peak_mb": box.peak_mb(), "results": data is not None,
+        killed = box.oom_killed()
+        # An exercise has its test: one named by its id (or "<id>: <case>", as an older writer
+        # named one per case) that is worth points.
+        tests = {t["name"].split(": ")[0] for t in (data or {}).get("tests", []) if t.get("max_score")}
+        return {"exit": "killed" if timed_out else proc.returncode, "wall": wall, "peak_mb": box.peak_mb(),
+                "results": data is not None,
                 "complete": data is not None and set(POINTS) <= tests, "score": (data or {}).get("score"),
-                "oom_kills": state.get("oom_kill", 0), "under_oom": max(under_oom, state.get("under_oom", 0)),
-                "failcnt": state.get("failcnt", 0),
+                "oom_kills": box.oom_kills(),
                 "killed": None if killed is None else
                 [_role(k["pid"], k["uid"], proc.pid, seen, learner_uid) for k in killed],
                 "log": log.decode(errors="replace")[-600:]}
@@ -393,18 +386,23 @@ def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str 
         box.close()
 
 
-def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb: float, only, console) -> bool:
+def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb: float, only, console,
+                       checkout: Path = ROOT, kill_after: float = 1800) -> bool:
     """Section 4 of the module docstring: a table, and whether every grade met its target."""
     import shutil
     import tempfile
 
     from rich.table import Table
 
-    table = Table(title=f"single Gradescope grades (mha-grade --gradescope{' --run-as ' + user if user else ''}) "
-                        f"in a {memory_mb:g} MB, {cpus:g}-CPU cgroup each")
-    for col in ("submission", "exit", "results.json", "score", "OOM kills", "killed", "under_oom", "failcnt",
-                "cgroup peak MB", "wall s", "target"):
-        table.add_column(col, justify="left" if col in ("submission", "results.json", "killed", "target") else "right")
+    run_as = f" --run-as {user}" if user else ""
+    table = Table(title=f"single Gradescope grades (mha-grade --gradescope{run_as}) "
+                        f"in a {memory_mb:g} MB, {cpus:g}-CPU cgroup each"
+                        + ("" if checkout == ROOT else f", grader of {checkout}"))
+    columns = ("submission", "exit", "results.json", "score", "OOM kills", "killed", "cgroup peak MB", "wall s",
+               "target")
+    for col in columns:
+        left = col in ("submission", "results.json", "killed", "target")
+        table.add_column(col, justify="left" if left else "right")
     names = ["honest"] + [n for n in SINGLES if n != "honest" and (not only or n in only)]
     ok, base = True, None
     with tempfile.TemporaryDirectory() as tmp:
@@ -414,22 +412,25 @@ def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb
         for name in names:
             folder = Path(tmp) / name.replace(" ", "-")
             folder.mkdir()
-            r = gradescope_grade(SINGLES[name](folder), memory_mb, cpus, user, seed_file)
+            r = gradescope_grade(SINGLES[name](folder), memory_mb, cpus, user, seed_file, checkout,
+                                 kill_after)
             shutil.rmtree(folder, ignore_errors=True)
             if name == "honest":
                 base = r["peak_mb"]
-            grader_died = r["exit"] == -9 or "the grader" in (r["killed"] or [])
+            # The kernel log names whom the OOM killer picked; without it, a SIGKILL may have been it.
+            grader_died = "the grader" in r["killed"] if r["killed"] is not None else r["exit"] == -9
             misses = [why for why, bad in (
                 ("grader OOM-killed", grader_died),
+                (f"still running after {kill_after:g} s", r["exit"] == "killed"),
                 ("no results.json", not r["results"]),
                 ("an exercise without its test", r["results"] and not r["complete"]),
                 (f"peak over honest + {bound_mb:g} MB",
                  name not in OWN_PAGES and r["peak_mb"] > base + bound_mb)) if bad]
             ok &= not misses
-            table.add_row(name, str(r["exit"]), "complete" if r["complete"] else "incomplete" if r["results"]
-                          else "missing", "-" if r["score"] is None else f"{r['score']:g}", str(r["oom_kills"]),
-                          "?" if r["killed"] is None else ", ".join(r["killed"]) or "-", str(r["under_oom"]),
-                          str(r["failcnt"]),
+            written = "complete" if r["complete"] else "incomplete" if r["results"] else "missing"
+            table.add_row(name, str(r["exit"]), written, "-" if r["score"] is None else f"{r['score']:g}",
+                          str(r["oom_kills"]),
+                          "?" if r["killed"] is None else ", ".join(r["killed"]) or "-",
                           f"{r['peak_mb']:.0f}", f"{r['wall']:.1f}", "; ".join(misses) or "met")
             if misses:
                 console.print(f"{name}: {', '.join(misses)}; the grader's last output:\n{r['log']}")
@@ -470,19 +471,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=float, default=0.5)
     parser.add_argument("--container", action="store_true", help="also grade inside a cgroup of that size")
     parser.add_argument("--user", default="nobody",
-                        help="with --container: the learner's user (--run-as), as run_autograder's mha-learner")
+                        help="with --container: the learner's user (--run-as; run_autograder: mha-learner)")
     parser.add_argument("--bound-mb", type=float, default=500,
                         help="with --container: how far above the honest grade's peak a hostile one may go")
     parser.add_argument("--only", action="append", choices=list(SINGLES),
                         help="with --container: only these single grades (and the honest one)")
     parser.add_argument("--singles-only", action="store_true",
                         help="with --container: only the single Gradescope grades (section 4)")
+    parser.add_argument("--checkout", type=Path, default=ROOT,
+                        help="with --container: the single grades by this checkout's grader (older: before)")
+    parser.add_argument("--kill-after", type=float, default=1800,
+                        help="with --container: seconds before a grade is killed (run_autograder's 1800)")
     args = parser.parse_args(argv)
     if args.singles_only:
         from rich.console import Console
 
         return 0 if gradescope_singles(args.container_mb, args.cpus, args.user, args.bound_mb, args.only,
-                                       Console(width=160)) else 1
+                                       Console(width=160), args.checkout.resolve(), args.kill_after) else 1
     from rich.console import Console
     from rich.table import Table
 
@@ -529,8 +534,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.container:
         console.print(f"{'PASS' if boxed else 'MISS'}: in the container, every exercise graded as expected "
                       "(the bomb costs only softmax)")
-        singles = gradescope_singles(args.container_mb, args.cpus, args.user, args.bound_mb, args.only, console)
-        console.print(f"{'PASS' if singles else 'MISS'}: single Gradescope grades: no OOM kill of the grader, "
+        singles = gradescope_singles(args.container_mb, args.cpus, args.user, args.bound_mb, args.only,
+                                     console, args.checkout.resolve(), args.kill_after)
+        console.print(f"{'PASS' if singles else 'MISS'}: single Gradescope grades: no grader OOM-killed, "
                       f"results.json complete, every peak within {args.bound_mb:g} MB of the honest grade's")
         boxed &= singles
     return 0 if fits and worst_ok and boxed else 1

@@ -103,9 +103,11 @@ def test_a_submission_refused_whole_still_gets_its_gradescope_results(tmp_path):
     status, stderr, _ = mha_grade([z, "--gradescope", results, "--seed", "3"], tmp_path)
     assert status == 2 and "add up to more than" in stderr, stderr
     got = json.loads(results.read_text())
-    assert got["score"] == 0 and got["output"].startswith(
-        f"Nothing could be graded: the submission's files add up to more than {submission.MAX_TOTAL // MB} MB")
-    assert [(t["name"], t["score"], t["max_score"]) for t in got["tests"]] == [(e, 0.0, p) for e, p in POINTS.items()]
+    cap = submission.MAX_TOTAL // MB
+    assert got["score"] == 0
+    assert got["output"].startswith(f"Nothing could be graded: the submission's files add up to more than {cap}")
+    tests = [(t["name"], t["score"], t["max_score"]) for t in got["tests"]]
+    assert tests == [(e, 0.0, p) for e, p in POINTS.items()]
     assert str(tmp_path) not in results.read_text()
 
 
