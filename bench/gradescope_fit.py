@@ -398,8 +398,8 @@ def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb
     table = Table(title=f"single Gradescope grades (mha-grade --gradescope{run_as}) "
                         f"in a {memory_mb:g} MB, {cpus:g}-CPU cgroup each"
                         + ("" if checkout == ROOT else f", grader of {checkout}"))
-    columns = ("submission", "exit", "results.json", "score", "OOM kills", "killed", "cgroup peak MB", "wall s",
-               "target")
+    columns = ("submission", "exit", "results.json", "score", "OOM kills", "killed", "cgroup peak MB",
+               "wall s", "target")
     for col in columns:
         left = col in ("submission", "results.json", "killed", "target")
         table.add_column(col, justify="left" if left else "right")
