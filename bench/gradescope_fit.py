@@ -386,6 +386,12 @@ def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str 
         box.close()
 
 
+def _counted(roles: list[str]) -> str:
+    """"a learner's child ×5, the grader", or "-"."""
+    counts = {role: roles.count(role) for role in roles}
+    return ", ".join(role + (f" ×{n}" if n > 1 else "") for role, n in counts.items()) or "-"
+
+
 def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb: float, only, console,
                        checkout: Path = ROOT, kill_after: float = 1800) -> bool:
     """Section 4 of the module docstring: a table, and whether every grade met its target."""
@@ -430,7 +436,7 @@ def gradescope_singles(memory_mb: float, cpus: float, user: str | None, bound_mb
             written = "complete" if r["complete"] else "incomplete" if r["results"] else "missing"
             table.add_row(name, str(r["exit"]), written, "-" if r["score"] is None else f"{r['score']:g}",
                           str(r["oom_kills"]),
-                          "?" if r["killed"] is None else ", ".join(r["killed"]) or "-",
+                          "?" if r["killed"] is None else _counted(r["killed"]),
                           f"{r['peak_mb']:.0f}", f"{r['wall']:.1f}", "; ".join(misses) or "met")
             if misses:
                 console.print(f"{name}: {', '.join(misses)}; the grader's last output:\n{r['log']}")
