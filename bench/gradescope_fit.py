@@ -1,6 +1,6 @@
 """Benchmark: does grading fit Gradescope's default container (768 MB of memory, half a CPU)?
 
-Two measurements, printed as tables (the README's table of settings comes from them):
+Measurements, printed as tables (the README's table of settings comes from them):
 
 1. The learner side, per implementation: every correct alternative and every known wrong
    implementation of ``tests/wrong_implementations/`` runs its exercise's grading cases
@@ -23,24 +23,28 @@ Two measurements, printed as tables (the README's table of settings comes from t
    submission of ``tests/hostile_files.py`` (a notebook cell 200k terms deep, the same in a
    module, a cell of 400k blank lines, a zip of 100 notebooks of 20 MB, a 60 MB frame of empty
    objects), ``tests/adversarial/`` memory_bomb, hostile_text and leak_inputs, and softmaxes
-   that touch memory (128 MiB at a time, 1 GiB at once). For each: exit status, whether
+   that touch memory (128 MiB at a time, 1 GiB at once, a module doing so at import, which may
+   take 5 s of CPU: time to fill the container). For each: exit status, whether
    results.json was written with a test for every exercise, OOM kills in the cgroup (the
    ``oom_kill`` count of ``memory.oom_control``) and which process the kernel killed (its
-   ``oom-kill`` line in the kernel log: the grader, the zygote or a learner's child), the
+   ``oom-kill`` line in the kernel log: the grader, the zygote or a reader, a learner's child), the
    cgroup's peak (``memory.max_usage_in_bytes``) and wall time. (``under_oom`` stays 1 only
-   while an OOM killer is disabled, and ``memory.failcnt`` stayed 0 on Linux 6.18 with the memory+swap
-   limit set, the OOM killer having run: neither tells.) It misses when the grader
-   was OOM-killed, results.json is missing or incomplete, or a peak is more than
-   ``--bound-mb`` (500) above the honest learner's (not for the softmaxes that touch memory:
-   their own process's pages, up to the container, are the learner's).
+   while an OOM killer is disabled, and ``memory.failcnt`` stayed 0 on Linux 6.18 with the
+   memory+swap limit set, the OOM killer having run: neither tells.) It misses when the
+   grader was OOM-killed, results.json is missing or incomplete, a grade still runs after
+   ``--kill-after`` (run_autograder's 1800 s), or a peak is more than ``--bound-mb`` (500)
+   above the honest learner's (not for the code that touches memory: its own process's
+   pages, up to the container, are the learner's). ``--checkout DIR`` grades with another
+   checkout's grader (an older one: before a change).
 
 Targets: the whole run's peak below 768 MB; each implementation's peak below the
 per-exercise memory limit; at half a CPU, twice an implementation's CPU time within its
 exercise's time limit (an estimate: one exercise's cases run in one process); and the CPU
 time of all its cases within a fifth of one case's CPU limit (``Exercise.case_cpu``).
 
-    python bench/gradescope_fit.py [--container-mb 768] [--cpus 0.5] [--container [--user nobody]
-                                   [--bound-mb 500] [--only NAME ...]]
+    python bench/gradescope_fit.py [--container-mb 768] [--cpus 0.5] [--container [--singles-only]
+                                   [--user nobody] [--bound-mb 500] [--only NAME ...] [--checkout DIR]
+                                   [--kill-after 1800]]
 """
 from __future__ import annotations
 
@@ -316,17 +320,17 @@ def _parents(pid: int) -> tuple[int, int] | None:
 
 
 def _role(pid: int, uid: int, grader: int, seen: dict, learner_uid: int | None) -> str:
-    """Which process of a grade ``pid`` was: the grader itself, its zygote (or a reader of the
-    learner's files, forked from it), or a learner's process (a child of the zygote)."""
+    """Which process of a grade ``pid`` was: the grader itself, a child of it (the zygote, or a
+    reader of the learner's files: both stay the grader's user), or a learner's process (a
+    child of the zygote, run as the learner's user with ``--run-as``)."""
     if pid == grader:
         return "the grader"
     depth, p = 0, pid
     while p in seen and p != grader and depth < 20:
         p, depth = seen[p][0], depth + 1
     if p == grader:
-        return "the zygote" if depth == 1 and seen[pid][1] == learner_uid else (
-            "a reader (grader side)" if depth == 1 else "a learner's child")
-    return "a learner-user process" if uid == learner_uid else f"pid {pid} (uid {uid})"
+        return "the zygote or a reader" if depth == 1 else "a learner's child"
+    return "a learner's process" if uid == learner_uid else f"pid {pid} (uid {uid})"
 
 
 def gradescope_grade(submission: Path, memory_mb: float, cpus: float, user: str | None, seed_file: Path,
