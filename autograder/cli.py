@@ -15,7 +15,8 @@ from a memory file (``mha-grade batch`` likewise, with a zygote per grader: none
 torch again). The seed is
 best given as ``--seed-file`` (a file only the grader can read), never seen by any other
 process. Exit status: 0 when grading completed, whatever the score; 2 when the submission or
-the options are unusable; 1 when the grader itself failed.
+the options are unusable (a submission refused whole still gets its ``--gradescope`` results:
+every exercise at 0, and why); 1 when the grader itself failed.
 """
 from __future__ import annotations
 
