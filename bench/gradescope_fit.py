@@ -283,10 +283,12 @@ class Container:
 
     def close(self) -> None:
         for d in self.dirs:
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+            for _ in range(50):  # a grader's children may take a moment to die after it
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
 
 def in_container(submission: Path, memory_mb: float, cpus: float) -> dict:
