@@ -95,3 +95,12 @@ def frame_bomb(folder: Path, count: int = 20_000_000) -> Path:
     with open(folder / "attention.py", "a") as f:
         f.write("\n" + FRAME_BOMB.replace("COUNT", str(count)))
     return folder
+
+
+def adversarial(folder: Path, name: str, module: str = "attention") -> Path:
+    """The solutions, with ``tests/adversarial/<name>.py`` appended to ``<module>.py`` (its
+    later definition wins), as ``tests/test_grader_adversarial.py`` builds them."""
+    honest(folder)
+    with open(folder / f"{module}.py", "a") as f:
+        f.write("\n\n" + (ROOT / "tests" / "adversarial" / f"{name}.py").read_text())
+    return folder

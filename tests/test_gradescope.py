@@ -199,6 +199,7 @@ def test_nothing_gradable_says_what_was_expected(tmp_path, bundle):
     results = _run(root)
     assert results["score"] == 0.0 and results["output"].startswith("Nothing could be graded: no exercise files")
     assert "expected attention.py" in results["output"] and str(root) not in results["output"]
+    assert [(t["name"], t["score"], t["max_score"]) for t in results["tests"]] == [("softmax", 0.0, 5.0)]
 
 
 # ---------------------------------------------------- results.json as learners read it

@@ -92,6 +92,63 @@ def test_a_submissions_files_are_capped_together(tmp_path):
         submission.load(z)
 
 
+def test_a_submission_refused_whole_still_gets_its_gradescope_results(tmp_path):
+    """As on Gradescope (``mha-grade SUB --gradescope``): a zip over the cap is refused with
+    exit status 2, and results.json still gives every exercise its test at 0 and says why,
+    without the grader's path to the submission."""
+    from autograder.spec import POINTS
+
+    z = hostile_files.notebooks_zip(tmp_path / "mallory.zip", count=5, megabytes=19)
+    results = tmp_path / "results.json"
+    status, stderr, _ = mha_grade([z, "--gradescope", results, "--seed", "3"], tmp_path)
+    assert status == 2 and "add up to more than" in stderr, stderr
+    got = json.loads(results.read_text())
+    cap = submission.MAX_TOTAL // MB
+    assert got["score"] == 0
+    assert got["output"].startswith(f"Nothing could be graded: the submission's files add up to more than {cap}")
+    tests = [(t["name"], t["score"], t["max_score"]) for t in got["tests"]]
+    assert tests == [(e, 0.0, p) for e, p in POINTS.items()]
+    assert str(tmp_path) not in results.read_text()
+
+
+def _full_marks(path, exercises=None, seed=0):
+    """Stands in for the grader: every exercise passed (what is measured here is the reading)."""
+    from autograder.spec import POINTS
+
+    ids = exercises or ["softmax"]
+    exs = [{"id": e, "status": "passed", "score": float(POINTS[e]), "max_score": float(POINTS[e]), "cases": [],
+            "feedback": "", "notes": []} for e in ids]
+    return {"submission": str(path), "score": sum(e["score"] for e in exs), "seed": seed,
+            "max_score": sum(e["max_score"] for e in exs), "exercises": exs}
+
+
+def test_a_batch_s_timeout_bounds_reading_a_submission_too(tmp_path, monkeypatch):
+    """``--timeout`` covers reading (README: "30 s ... or --timeout if less"): a notebook whose
+    reading would take a minute is stopped after the batch's 2 s, that learner alone refused."""
+    from autograder.classroom import batch
+
+    read = submission._load_data
+
+    def slow_for_mallory(path):  # runs in the forked reader
+        if "mallory" in path:
+            time.sleep(60)
+        return read(path)
+
+    monkeypatch.setattr(submission, "_load_data", slow_for_mallory)
+    klass, out = tmp_path / "class", tmp_path / "out"
+    klass.mkdir()
+    hostile_files.deep_notebook(klass / "honest.ipynb", terms=10)  # notebooks are read in a limited fork
+    hostile_files.deep_notebook(klass / "mallory.ipynb", terms=10)
+    start = time.monotonic()
+    batch.run_batch(klass, out, jobs=1, exercises=["softmax"], grade=_full_marks, timeout=2, progress=False)
+    assert time.monotonic() - start < 30  # not the minute the reading wanted
+    with open(out / "grades.csv") as f:
+        rows = {r["learner"]: r for r in csv.DictReader(f)}
+    assert rows["honest"]["total"] == "5" and rows["mallory"]["total"] == "0"
+    said = json.loads((out / "reports" / "mallory.json").read_text())["error"]
+    assert "longer than 2 s" in said, said
+
+
 # ----------------------------------------------------------------------------- protocol
 
 def test_a_frame_header_is_capped_before_it_is_parsed():

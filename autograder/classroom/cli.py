@@ -15,7 +15,8 @@ by a fresh image (``isolation/reexec.py``) that forks the zygote first and only 
 options and the environment (``mha-grade batch`` likewise, with a zygote per grader: none
 imports torch again). The seed is best given as ``--seed-file`` (a file only the grader can
 read), never seen by any other process. Exit status: 0 when grading completed, whatever the
-score; 2 when the submission or the options are unusable; 1 when the grader itself failed.
+score; 2 when the submission or the options are unusable (a submission refused whole still
+gets its ``--gradescope`` results: every exercise at 0, and why); 1 when the grader itself failed.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from ..isolation.reexec import OPTIONS_FD, can_reexec, read_options, reexec
 
@@ -100,6 +102,15 @@ def _grade(argv: list[str], zygote) -> int:
         if zygote is not None:
             zygote.close()
         print(f"mha-grade: {err}", file=sys.stderr)
+        if args.gradescope and isinstance(err, _Refused):  # the learner's to fix: results.json says so
+            from ..atomic import write_atomic
+            from .gradescope import refused
+
+            why = str(err)  # the grader's path to the submission says nothing to the learner
+            paths = sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True)
+            for path in paths:
+                why = why.replace(path, "your submission") if len(path) > 1 else why
+            write_atomic(args.gradescope, json.dumps(refused(why, args.exercise), indent=2))
         return 2
     if zygote is None:
         try:
@@ -149,6 +160,10 @@ class _Unusable(Exception):
     """The options or the submission cannot be graded (exit status 2)."""
 
 
+class _Refused(_Unusable):
+    """The submission cannot be graded: nothing in it, or its files refused (the learner's to fix)."""
+
+
 def _validate(args, read_submission: bool = True):
     """The submission (None if not ``read_submission``) and the seed, or _Unusable saying why."""
     from ..spec import POINTS
@@ -175,7 +190,7 @@ def _validate(args, read_submission: bool = True):
     try:
         return submission_mod.load(args.submission), seed
     except submission_mod.SubmissionError as err:
-        raise _Unusable(str(err)) from None
+        raise _Refused(str(err)) from None
 
 
 # ------------------------------------------------------------- the fresh image (Linux)

@@ -165,6 +165,19 @@ def results(report: dict, intake: str | None = None) -> dict:
             "stdout_visibility": "hidden", "tests": tests}
 
 
+def refused(why: str, exercises: list[str] | None = None) -> dict:
+    """Gradescope's results.json for a submission refused whole (no exercise file in it, its
+    files over the grader's caps, a file its reader could not parse): every exercise a test at
+    0, and why, as the learner's to fix. ``why`` names the learner's files: shown inert."""
+    why = excerpt(why, 300)
+    tests = [{"name": e, "score": 0.0, "max_score": float(POINTS[e]), "status": "failed",
+              "output": "Not graded: nothing in the submission could be graded (see above).",
+              "output_format": FORMAT, "visibility": "visible"} for e in exercises or POINTS]
+    return {"score": 0.0, "execution_time": 0.0, "output": f"Nothing could be graded: {why}",
+            "output_format": FORMAT, "test_output_format": FORMAT, "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
 def _intake(intake: dict) -> str:
     text = ("Graded: " + "; ".join(intake["taken"])) if intake.get("taken") else ""
     if intake.get("ignored"):
