@@ -22,9 +22,11 @@ def sinusoidal_cases(rng):
     def case(name, length, dim, offset=0, base=None, rung=1):
         kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
         sizes = {"L": int(length), "dim": int(dim)}
-        tol = POSITION_F32
+        features = {"offset": "an offset (positions after a cache)" if offset else "offset 0",
+                    "base": "base 10000" if base is None else "another base",
+                    "positions": "one position" if length == 1 else "several positions"}
         return call_case(name, "sinusoidal_positions", [int(length), int(dim)], kwargs, sizes=sizes,
-                         dtype="float32", rung=rung, **tol)
+                         dtype="float32", rung=rung, features=features, **POSITION_F32)
 
     even = lambda lo, hi: 2 * int(rng.integers(lo // 2, hi // 2 + 1))  # noqa: E731
     return [
@@ -71,6 +73,9 @@ SINUSOIDAL_POSITIONS = Exercise(
     ladder=(("positions from 0", ""),
             ("a position offset, another base", "positions start at offset (the cached length) and the "
              "wavelengths use the base given")),
+    hints={"an offset (positions after a cache)": "positions start at offset (the cached length): row t is "
+                                                  "position offset + t",
+           "another base": "the wavelengths use the base given: pair i has frequency base^(-2i/dim)"},
     bugs={
         "your sines and cosines are swapped: the even features (2i) hold the sines, the odd ones (2i+1) "
         "the cosines": _sinusoidal_bug("sin_cos_swapped", swap=True),
@@ -90,24 +95,32 @@ SINUSOIDAL_POSITIONS = Exercise(
 
 # --- apply_rope --------------------------------------------------------------------------------
 
+ROPE_AXES = {2: "no leading axis: (L, d)", 3: "one leading axis: (B, L, d)", 4: "two leading axes: (B, H, L, d)"}
+
+
 def rope_cases(rng):
     def case(name, shape, offset=0, base=None, dtype="float64", rung=1, labels=None):
         kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
         sizes = dict(zip(labels or ("B", "H", "L", "d")[-len(shape):], map(int, shape)))
         tol = POSITION_F32 if dtype == "float32" else TOLERANCE["float64"]
+        features = {"leading axes": ROPE_AXES[len(shape)], "dtype": dtype,
+                    "offset": ("offset 0" if not offset else "an offset in the thousands" if offset >= 1000
+                               else "an offset under 100"),
+                    "base": "base 10000" if base is None else "another base",
+                    "positions": "one position" if shape[-2] == 1 else "several positions"}
         return call_case(name, "apply_rope", [randn(rng, shape, dtype)], kwargs, sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, **tol)
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tol)
 
     B, H = int(rng.integers(2, 4)), int(rng.integers(3, 5))
     return [
         case("(L, d), d = 8, from position 0", (int(rng.integers(5, 8)), 8), rung=0),
         case("(B, H, L, d), from position 0", (B, H, int(rng.integers(5, 9)), 6), rung=0),
+        case("(B, L, d), from position 0", (B, int(rng.integers(5, 9)), 6), rung=0, labels=("B", "L", "d")),
         case("(B, H, L, d), float32, from position 0", (B, H, int(rng.integers(5, 9)), 10), dtype="float32", rung=0),
         case("one new position after a cache", (B, H, 1, 8), offset=int(rng.integers(5, 40))),
         case("3 new positions after a cache, float32", (B, H, 3, 12), offset=int(rng.integers(20, 90)),
              dtype="float32"),
-        case("(B, L, d), base 300 to 899", (B, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900)),
-             labels=("B", "L", "d")),
+        case("(B, H, L, d), base 300 to 899", (B, H, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900))),
         case("(B, H, L, d), d = 16, 28 to 32 positions", (B, H, int(rng.integers(28, 33)), 16)),
         case("one position at 2500 to 3499, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
     ]
@@ -161,6 +174,12 @@ APPLY_ROPE = Exercise(
              "angles use the base given"),
             ("a position in the thousands, float64", "compute the angles in float64 (float32 angles are off by "
              "~1e-4 radians there)")),
+    hints={"leading axes": "accept any leading axes: the positions are axis -2 and the features axis -1",
+           "float32": "keep the input's dtype: compute the angles in float64, then cast their cos and sin to it",
+           "an offset under 100": "positions start at offset (the cached length): row t is at position offset + t",
+           "an offset in the thousands": "compute the angles in float64 (float32 angles are off by ~1e-4 radians "
+                                         "there)",
+           "another base": "the angles use the base given: (offset + t) * base^(-2i/d)"},
     bugs={
         "your rotation pairs adjacent features (2i, 2i+1), the convention of the RoFormer paper and GPT-J; "
         "this course pairs the two halves, feature i with feature i + d/2, as GPT-NeoX and Llama do":
@@ -201,12 +220,19 @@ def generate_cases(rng):
     V, E, H, layers, P = int(rng.integers(9, 14)), 12, 3, 1, 64
 
     def case(name, batch, length, new, temperature=0.0, use_cache=True, rung=1):
+        features = {"decoding": ("greedy (temperature 0)" if not temperature else "sampled at temperature 1"
+                                 if temperature == 1 else "sampled at a temperature other than 1"),
+                    "cache": "with the cache" if use_cache else "without the cache",
+                    "batch": "B = 1" if batch == 1 else "B > 1",
+                    "prompt": "a prompt of one token" if length == 1 else "a prompt of several tokens",
+                    "new tokens": "zero new tokens" if new == 0 else "new tokens"}
         inputs = dict(state=_lm_state(rng, V, E, layers, P), num_heads=H,
                       prompt=rng.integers(0, V, (batch, length)).astype(np.int64), max_new_tokens=int(new),
                       temperature=float(temperature), use_cache=use_cache,
                       seed=int(rng.integers(0, 2**31)) if temperature else None,
                       sizes={"B": batch, "L + max_new_tokens": length + new})
-        return Case(name=name, driver="generate_run", inputs=inputs, rung=rung, rtol=0.0, atol=0.0)
+        return Case(name=name, driver="generate_run", inputs=inputs, rung=rung, rtol=0.0, atol=0.0,
+                    features=features)
 
     return [
         case("greedy, without the cache, B = 1", 1, int(rng.integers(3, 6)), 3, use_cache=False, rung=0),
@@ -262,6 +288,16 @@ GENERATE = Exercise(
              "prompt returned unchanged when nothing is added"),
             ("sampling with a generator", "softmax(logits / temperature) over the vocabulary, "
              "torch.multinomial(probs, 1, generator=generator) once per step")),
+    hints={"with the cache": "call the model on the prompt once, with caches = model.new_caches(), then on the new "
+                             "token only",
+           "without the cache": "without caches the model sees only what you give it: call model(tokens) on the "
+                                "whole sequence at every step",
+           "B > 1": "decode every row of the batch at once: each step's next token is (B, 1)",
+           "a prompt of one token": "the prompt may be a single token: (B, 1)",
+           "zero new tokens": "with max_new_tokens = 0, return the prompt unchanged",
+           "sampled at temperature 1": "sample torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, "
+                                       "generator=generator), once per step",
+           "sampled at a temperature other than 1": "divide the logits by the temperature before the softmax"},
     bugs={
         "your generate returns only the new tokens: return the prompt followed by them":
             _generate_bug("new_only", new_only=True),
@@ -296,11 +332,22 @@ def _causal_weights(rng, shape, sharp=False, dtype="float64"):
     return (weights / weights.sum(-1, keepdims=True)).astype(dtype)
 
 
+INDUCTION_AXES = {2: "no leading axis: (L, L)", 3: "one leading axis: (H, L, L)",
+                  4: "two leading axes: (B, H, L, L)"}
+
+
 def induction_cases(rng):
     def case(name, shape, period, dtype="float64", rung=1, labels=None):
         sizes = dict(zip(labels or ("B", "H", "L", "L (keys)")[-len(shape):], map(int, shape)))
+        length = shape[-1]
+        # Periods 1, 2 and L - 1 each make a mistake right by chance (key i, key i - 1 the previous
+        # token, a single query): each its own value, so no pair lumps one with the others.
+        named = {1: "period 1", 2: "period 2", length - 1: "period L - 1", length / 2: "period L / 2 (one repeat)"}
+        features = {"leading axes": INDUCTION_AXES[len(shape)], "dtype": dtype,
+                    "period": named.get(period, "another period (3 to L - 2, not L / 2)")}
         return call_case(name, "induction_score", [_causal_weights(rng, shape, dtype=dtype), int(period)],
-                         sizes=sizes, dtype=dtype, properties=("inputs_unchanged",), as_tensors=True, rung=rung)
+                         sizes=sizes, dtype=dtype, properties=("inputs_unchanged",), as_tensors=True, rung=rung,
+                         features=features)
 
     B, H = int(rng.integers(2, 4)), int(rng.integers(3, 6))
     L = int(rng.integers(14, 20))
@@ -309,7 +356,8 @@ def induction_cases(rng):
         case("(B, H, L, L), period L / 2", (B, H, 2 * (L // 2), 2 * (L // 2)), L // 2, rung=0),
         case("(B, H, L, L), float32", (B, H, L, L), int(rng.integers(4, L - 2)), dtype="float32"),
         case("(B, H, L, L), period 3", (B, H, L, L), 3),
-        case("(H, L, L), period 1", (H, L, L), 1, labels=("H", "L", "L (keys)")),
+        case("(H, L, L), period 3", (H, L, L), 3, labels=("H", "L", "L (keys)")),
+        case("(B, H, L, L), period 1", (B, H, L, L), 1),
         case("(B, H, L, L), period L - 1", (B, H, L, L), L - 1),
         case("(B, H, L, L), period 2", (B, H, L + 3, L + 3), 2),
     ]
@@ -349,6 +397,9 @@ INDUCTION_SCORE = Exercise(
     ladder=(("a sequence repeated once (period L / 2)", ""),
             ("other periods, float32", "the queries i = period ... L - 1, each at key i - period + 1, whatever "
              "the period")),
+    hints={"leading axes": "accept any leading axes: the last two are (queries, keys)",
+           "float32": "keep the input's dtype",
+           "period": "the queries i = period ... L - 1, each at key i - period + 1, whatever the period"},
     bugs={
         "your score reads key i - period, the earlier copy of the current token (a duplicate-token head): "
         "an induction head attends to the token after it, key i - period + 1":
