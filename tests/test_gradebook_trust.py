@@ -334,6 +334,24 @@ def test_the_summary_rounds_its_means_as_every_shown_score():
     assert f"mean {graded}, median {graded}." in text and f"mean {final}." in text
 
 
+@pytest.mark.parametrize("error, kind", [
+    ("import", "Import errors"), ("crash", "Crashed"), ("memory", "Crashed")])
+def test_the_summary_names_an_import_error_as_one_whatever_its_words(error, kind):
+    import dataclasses
+
+    from autograder.classroom.summary import summarize, to_markdown
+    from autograder.scoring import score
+    from autograder.spec import Case, CaseError
+
+    # an exercise scored as the grader scores it, its one case failing with this kind of error
+    result = score("softmax", POINTS["softmax"], [Case("float32", "call", {})],
+                   [CaseError(error, "attention.py: SyntaxError: invalid syntax (attention.py, line 3)")],
+                   [None], lambda *a: {})
+    report = {"score": 0.0, "max_score": float(POINTS["softmax"]), "exercises": [dataclasses.asdict(result)]}
+    summary = to_markdown(summarize({"ada": report}))
+    assert result.status == "error" and f"- {kind} " in summary and summary.count("1 of 1 submissions: ada") == 1
+
+
 def _rendered(markdown: str) -> str:
     """Feedback as read: learner text in it is Markdown-escaped (``inert.markdown``)."""
     return re.sub(r"\\([^\w\s])", r"\1", markdown)

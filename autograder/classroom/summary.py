@@ -99,12 +99,12 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
             why = str(report["error"]).splitlines()[0].split(":")[0]  # the reason, without the list after it
             problems.setdefault(REFUSED, []).append((name, why[:100]))
         statuses = {ex.get("status") for ex in report.get("exercises", [])}
-        feedback = " ".join(ex.get("feedback") or "" for ex in report.get("exercises", []))
+        # by the kind of error the grader recorded for a case, not by the words that tell the learner
+        kinds = {(c.get("cause") or {}).get("kind") for ex in report.get("exercises", []) for c in ex.get("cases", [])}
         if "timed out" in statuses:
             problems.setdefault(TIMED_OUT, []).append((name, ""))
         if not report.get("error") and "error" in statuses:
-            kind = IMPORT if "failed to import" in feedback else CRASHED
-            problems.setdefault(kind, []).append((name, ""))
+            problems.setdefault(IMPORT if "import" in kinds else CRASHED, []).append((name, ""))
         for ex in report.get("exercises", []):
             s = by_id.setdefault(ex["id"], ExerciseStats(ex["id"], float(ex.get("max_score", 0.0))))
             status = ex.get("status", "error")
