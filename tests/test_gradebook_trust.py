@@ -11,12 +11,13 @@ import csv
 import json
 import re
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-from classbuild import Entry, Person, canvas_roster, planted, planted_grade, write_export
+from classbuild import EXERCISES, Entry, Person, canvas_roster, planted, planted_grade, write_export
 
 from autograder.classroom import batch, gradebook
+from autograder.spec import POINTS
 from autograder.submission import load
 from test_batch import BODY
 
@@ -26,6 +27,27 @@ BOB = Person("Babbage, Bob", "12", "0200", "bob", "bob@example.edu")
 CY = Person("Curie, Cy", "13", "0250", "cy", "Cy@Example.edu")
 DEE = Person("Dalton, Dee", "14", "0300", "dee", "dee@example.edu")
 THIRD = 10 / 3  # an exercise score whose rounding the total must not round again
+# The three exercises' points, from the spec: every expected number below is derived from them
+# and from what the class plants, so a change of points moves the expectations, not the checks.
+SOFTMAX, ATTENTION, SPLIT = (Decimal(POINTS[e]) for e in EXERCISES)
+MAXIMUM = SOFTMAX + ATTENTION + SPLIT
+# Ada's thirds stay below each maximum, and Bob's -3 leaves his attention above 0
+assert min(SOFTMAX, ATTENTION, SPLIT) > Decimal(THIRD) and ATTENTION > 3, "the class below needs other points"
+JUST_UNDER = ATTENTION - Decimal("0.005")  # Bob's: half up, it shows as the full ATTENTION
+
+
+def _two(x) -> Decimal:
+    """The stated rounding: to cents, halves up, from the number as written."""
+    return Decimal(str(x)).quantize(Decimal("0.01"), ROUND_HALF_UP)
+
+
+def _shown(x) -> str:
+    """As a class file writes points: ``7``, ``3.5``, ``12.01``."""
+    return f"{_two(x):f}".rstrip("0").rstrip(".")
+
+
+DEE_TOTAL = _two("1.005") + ATTENTION + SPLIT  # her softmax shows 1.01; the other two are full
+BOB_TOTAL = SOFTMAX + ATTENTION  # his JUST_UNDER shows as the full points
 
 
 def _entries():
@@ -36,12 +58,13 @@ def _entries():
                "heads.py": planted({"split_heads": THIRD})}),
         # a group of two, 5 minutes late
         Entry("submission_2", [BOB, CY], DEADLINE + timedelta(minutes=5),
-              {"hw/attention.py": planted({"softmax": 5, "scaled_dot_product_attention": 7.995})}),
+              {"hw/attention.py": planted({"softmax": float(SOFTMAX),
+                                           "scaled_dot_product_attention": float(JUST_UNDER)})}),
         # misnamed files: Attention.py and "heads (1).py" are taken; 3 days late
         Entry("submission_3", [DEE], DEADLINE + timedelta(days=2, hours=3),
-              {"Attention.py": planted({"softmax": 1.005, "scaled_dot_product_attention": 8})
+              {"Attention.py": planted({"softmax": 1.005, "scaled_dot_product_attention": float(ATTENTION)})
                + BODY.replace("import numpy as np\n", ""),
-               "heads (1).py": planted({"split_heads": 4})}),
+               "heads (1).py": planted({"split_heads": float(SPLIT)})}),
     ]
 
 
@@ -98,9 +121,12 @@ def test_the_shown_parts_add_up_to_the_shown_total_in_every_file(tmp_path, monke
     # 3 x 3.333...: the parts show 3.33 each, so the total is 9.99, not 10
     assert grades["ada"]["total"] == "9.99" and grades["ada"]["final"] == "9.99"
     # half up from the printed number (1.005 -> 1.01, not binary rounding's 1.0); late: 2 days 3 hours, -30%
-    assert grades["dee"]["softmax"] == "1.01" and grades["dee"]["total"] == "13.01"
-    assert grades["dee"]["final"] == "9.11"  # 13.01 * 0.7 = 9.107
-    assert grades["bob"]["scaled_dot_product_attention"] == "8" and grades["bob"]["final"] == "11.7"
+    assert grades["dee"]["softmax"] == "1.01" and grades["dee"]["total"] == _shown(DEE_TOTAL)
+    # the penalty applies to the shown total (x.x1 * 0.7 ends in 7 thousandths: rounds up, never a tie)
+    raw = DEE_TOTAL - Decimal("0.005")  # the unrounded sum, which the penalty must not start from
+    assert grades["dee"]["final"] == _shown(DEE_TOTAL * Decimal("0.7")) != _shown(raw * Decimal("0.7"))
+    assert grades["bob"]["scaled_dot_product_attention"] == _shown(ATTENTION)
+    assert grades["bob"]["final"] == _shown(BOB_TOTAL * Decimal("0.9"))
 
 
 def test_one_id_per_learner_in_every_file(tmp_path, monkeypatch, capsys):
@@ -143,7 +169,7 @@ def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, mo
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--anonymize")
     assert status == 0, err
     grades = _grades(out)
-    assert grades["dee"]["split_heads"] == "4" and grades["dee"]["softmax"] == "1.01"  # taken
+    assert grades["dee"]["split_heads"] == _shown(SPLIT) and grades["dee"]["softmax"] == "1.01"  # taken
     assert grades["ada"]["split_heads"] == "0"  # not taken
     dee = _rendered((out / "feedback" / "dee.md").read_text())
     assert "attention.py (Attention.py, misnamed: graded as this module)" in dee
@@ -240,18 +266,21 @@ def test_an_extension_and_an_adjustment_survive_a_rerun(tmp_path, monkeypatch, c
                             "--extensions", str(extensions), "--adjustments", str(adjustments))
     assert status == 0, err
     grades = _grades(out)
-    assert grades["dee"]["status"] == "graded" and grades["dee"]["final"] == "13.01"
+    assert grades["dee"]["status"] == "graded" and grades["dee"]["final"] == _shown(DEE_TOTAL)
     assert grades["dee"]["late_penalty"] == "extended deadline 2026-03-04T23:59+00:00"
     assert grades["ada"]["total"] == "9.99" and grades["ada"]["adjustment"] == "2" and grades["ada"]["final"] == "11.99"
     # an exercise's adjustment changes that exercise, before the late penalty (5 minutes: -10%)
-    assert grades["bob"]["scaled_dot_product_attention"] == "5" and grades["bob"]["total"] == "10"
-    assert grades["bob"]["final"] == "9" and grades["cy"]["final"] == "11.7"  # Cy's row is hers: no adjustment
+    assert grades["bob"]["scaled_dot_product_attention"] == _shown(ATTENTION - 3)
+    assert grades["bob"]["total"] == _shown(BOB_TOTAL - 3)
+    assert grades["bob"]["final"] == _shown((BOB_TOTAL - 3) * Decimal("0.9"))
+    assert grades["cy"]["final"] == _shown(BOB_TOTAL * Decimal("0.9"))  # Cy's row is hers: no adjustment
     ada = (out / "feedback" / "ada.md").read_text()
-    assert "**Score: 11.99 / 17** (graded 9.99; adjusted +2)" in ada
+    assert f"**Score: 11.99 / {_shown(MAXIMUM)}** (graded 9.99; adjusted +2)" in ada
     assert "- +2 points on the total: extra credit: found a typo in the notes" in ada
     bob = (out / "feedback" / "bob.md").read_text()
     assert "- -3 points on `scaled_dot_product_attention`: the scale was copied, not derived" in bob
-    assert "| `scaled_dot_product_attention` | 5/8 | partial (graded 8, adjusted -3) |" in bob
+    assert (f"| `scaled_dot_product_attention` | {_shown(ATTENTION - 3)}/{_shown(ATTENTION)} | "
+            f"partial (graded {_shown(ATTENTION)}, adjusted -3) |") in bob
     first = (out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes(), ada
     # rerun without the options: the copies kept in OUT apply, and the run says so
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster), "--force")
@@ -284,9 +313,43 @@ def test_the_summary_counts_learners_and_submissions_apart_and_names_mistakes(tm
     assert status == 0, err
     summary = (out / "summary.md").read_text()
     assert "5 learners, 4 with a submission (1 without); 3 submissions" in summary
-    # before penalties: (9.99 + 12.995 + 13.005) / 3 = 12.00; after, per learner: (9.99 + 11.7 + 11.7 + 9.11) / 4
-    assert "mean 12.00" in summary and "mean 10.62" in summary
+    # before penalties, per submission as graded (unrounded): Ada 3 x 10/3, Bob's group, Dee
+    graded = (10 + SOFTMAX + JUST_UNDER + Decimal("1.005") + ATTENTION + SPLIT) / 3
+    # after, per learner with a submission (Bob and Cy each count): the finals grades.csv shows
+    finals = (Decimal("9.99") + 2 * _two(BOB_TOTAL * Decimal("0.9")) + _two(DEE_TOTAL * Decimal("0.7"))) / 4
+    assert f"mean {_two(graded)}, median" in summary and f"mean {_two(finals)}." in summary
+    assert f"Total out of {_shown(MAXIMUM)}," in summary
     assert "1. Softmax without subtracting the max first (`softmax`): 2 of 3 submissions" in summary
+
+
+def test_the_summary_rounds_its_means_as_every_shown_score():
+    from autograder.classroom.summary import ClassStats, to_markdown
+
+    # means halfway between two cents: halves up, as grades.csv rounds (float formatting gives 10.62 and 2.67)
+    totals, finals = ["10.62", "10.63"], ["2.67", "2.68"]
+    stats = ClassStats(2, float(MAXIMUM), [float(t) for t in totals], [(0.0, float(MAXIMUM), 2)], [], 0,
+                       submissions=2, graded_learners=2, finals=[float(f) for f in finals])
+    text = to_markdown(stats)
+    graded, final = (_two(sum(map(Decimal, xs)) / 2) for xs in (totals, finals))
+    assert f"mean {graded}, median {graded}." in text and f"mean {final}." in text
+
+
+@pytest.mark.parametrize("error, kind", [
+    ("import", "Import errors"), ("crash", "Crashed"), ("memory", "Crashed")])
+def test_the_summary_names_an_import_error_as_one_whatever_its_words(error, kind):
+    import dataclasses
+
+    from autograder.classroom.summary import summarize, to_markdown
+    from autograder.scoring import score
+    from autograder.spec import Case, CaseError
+
+    # an exercise scored as the grader scores it, its one case failing with this kind of error
+    result = score("softmax", POINTS["softmax"], [Case("float32", "call", {})],
+                   [CaseError(error, "attention.py: SyntaxError: invalid syntax (attention.py, line 3)")],
+                   [None], lambda *a: {})
+    report = {"score": 0.0, "max_score": float(POINTS["softmax"]), "exercises": [dataclasses.asdict(result)]}
+    summary = to_markdown(summarize({"ada": report}))
+    assert result.status == "error" and f"- {kind} " in summary and summary.count("1 of 1 submissions: ada") == 1
 
 
 def _rendered(markdown: str) -> str:
@@ -313,17 +376,20 @@ def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
 def test_an_exercise_adjustment_stops_at_the_exercise_maximum_and_says_so(tmp_path, monkeypatch, capsys):
     download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, Person("Eve, Eve", "15", "0400", "eve", "e@x")))
     adjustments = tmp_path / "adjustments.csv"
-    adjustments.write_text("learner,exercise,points,reason\nada,softmax,5,regraded\neve,softmax,2,emailed\n"
-                           "eve,total,-1,late quiz\n")
+    # Ada's softmax (3.33 shown) gains its whole maximum: it stops at the maximum
+    adjustments.write_text(f"learner,exercise,points,reason\nada,softmax,{SOFTMAX},regraded\n"
+                           "eve,softmax,2,emailed\neve,total,-1,late quiz\n")
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
                             "--adjustments", str(adjustments))
     assert status == 0, err
     grades = _grades(out)
-    assert grades["ada"]["softmax"] == "5" and grades["ada"]["total"] == "11.66"  # 3.33 + 1.67, not + 5
+    gained = SOFTMAX - Decimal("3.33")  # up to the maximum, not the whole adjustment
+    assert grades["ada"]["softmax"] == _shown(SOFTMAX) and grades["ada"]["total"] == _shown(Decimal("9.99") + gained)
     ada = (out / "feedback" / "ada.md").read_text()
-    assert "- +5 points on `softmax` (an exercise's points stay between 0 and its maximum: +1.67): regraded" in ada
+    assert (f"- +{_shown(SOFTMAX)} points on `softmax` (an exercise's points stay between 0 and its maximum: "
+            f"+{_shown(gained)}): regraded") in ada
     eve = (out / "feedback" / "eve.md").read_text()
-    assert grades["eve"]["final"] == "0" and "**Score: 0 / 17** (adjusted -1)" in eve  # never below 0
+    assert grades["eve"]["final"] == "0" and f"**Score: 0 / {_shown(MAXIMUM)}** (adjusted -1)" in eve  # never < 0
     assert "on `softmax` (no submission: nothing to adjust there): emailed" in eve
 
 

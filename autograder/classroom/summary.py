@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..scoring import round_points
 from ..spec import POINTS
 
 TOP_MISTAKES = 3
@@ -98,12 +99,12 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
             why = str(report["error"]).splitlines()[0].split(":")[0]  # the reason, without the list after it
             problems.setdefault(REFUSED, []).append((name, why[:100]))
         statuses = {ex.get("status") for ex in report.get("exercises", [])}
-        feedback = " ".join(ex.get("feedback") or "" for ex in report.get("exercises", []))
+        # by the kind of error the grader recorded for a case, not by the words that tell the learner
+        kinds = {(c.get("cause") or {}).get("kind") for ex in report.get("exercises", []) for c in ex.get("cases", [])}
         if "timed out" in statuses:
             problems.setdefault(TIMED_OUT, []).append((name, ""))
         if not report.get("error") and "error" in statuses:
-            kind = IMPORT if "failed to import" in feedback else CRASHED
-            problems.setdefault(kind, []).append((name, ""))
+            problems.setdefault(IMPORT if "import" in kinds else CRASHED, []).append((name, ""))
         for ex in report.get("exercises", []):
             s = by_id.setdefault(ex["id"], ExerciseStats(ex["id"], float(ex.get("max_score", 0.0))))
             status = ex.get("status", "error")
@@ -136,6 +137,12 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
                       mistakes=sorted(((m, e, k) for (m, e), k in mistakes.items()), key=lambda t: (-t[2], t[0])))
 
 
+def _fixed(x: float, places: int = 2) -> str:
+    """A mean of points, rounded as every shown score is (halves up): 10.625 is 10.63 here as
+    in grades.csv, not float formatting's 10.62."""
+    return f"{round_points(x, places):.{places}f}"
+
+
 def _share(k: int, n: int) -> str:
     return f"{100 * k / n:.0f}%" if n else "-"
 
@@ -157,10 +164,10 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
            + (f" (groups hand in one for several learners)" if stats.graded_learners > n else ""))
     lines = [
         "# Class summary", "", who + ".", "",
-        f"Total out of {stats.max_total:g}, per submission as graded: mean {stats.mean:.2f}, "
-        f"median {stats.median:.2f}.",
+        f"Total out of {stats.max_total:g}, per submission as graded: mean {_fixed(stats.mean)}, "
+        f"median {_fixed(stats.median)}.",
         f"Per learner with a submission, after late penalties ({stats.late} learners) and adjustments "
-        f"({stats.adjusted} learners): mean {stats.mean_final:.2f}.", "",
+        f"({stats.adjusted} learners): mean {_fixed(stats.mean_final)}.", "",
     ]
     lines += ["## What went wrong", ""]
     if stats.problems:
@@ -186,7 +193,7 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
               "|---|---:|---:|---:|---:|---|"]
     for s in stats.exercises:
         lines.append(f"| `{s.id}` | {s.max_score:g} | {_share(s.passed, n)} | {_share(s.attempted, n)} "
-                     f"| {s.total_score / n if n else 0:.2f} | {_mistakes(s, n) or '-'} |")
+                     f"| {_fixed(s.total_score / n if n else 0)} | {_mistakes(s, n) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -198,15 +205,15 @@ def to_table(stats: ClassStats):
     from rich.table import Table
 
     n = stats.submissions
-    table = Table(title=f"Class summary: {stats.learners} learners, {n} submissions, mean {stats.mean:.1f} / "
-                        f"{stats.max_total:g} as graded, {stats.mean_final:.1f} after penalties and adjustments")
+    table = Table(title=f"Class summary: {stats.learners} learners, {n} submissions, mean {_fixed(stats.mean, 1)} / "
+                        f"{stats.max_total:g} as graded, {_fixed(stats.mean_final, 1)} after penalties and adjustments")
     columns = (("exercise", "left"), ("points", "right"), ("passed", "right"), ("attempted", "right"),
                ("mean", "right"), ("most common mistakes", "left"))
     for name, justify in columns:
         table.add_column(name, justify=justify, overflow="fold")
     for s in stats.exercises:
         table.add_row(s.id, f"{s.max_score:g}", _share(s.passed, n), _share(s.attempted, n),
-                      f"{s.total_score / n if n else 0:.2f}", _mistakes(s, n) or "-")
+                      _fixed(s.total_score / n if n else 0), _mistakes(s, n) or "-")
     return table
 
 
@@ -224,7 +231,7 @@ def plot(stats: ClassStats, path: Path) -> None:
     left.bar([lo for lo, _, _ in stats.histogram], [k for *_, k in stats.histogram], width=width,
              align="edge", color="#4c72b0", edgecolor="white")
     left.set(xlabel=f"total (out of {stats.max_total:g})", ylabel="submissions", xlim=(0, stats.max_total),
-             title=f"Totals of {n} submissions (mean {stats.mean:.1f})")
+             title=f"Totals of {n} submissions (mean {_fixed(stats.mean, 1)})")
     left.yaxis.get_major_locator().set_params(integer=True)
     ids = [s.id for s in stats.exercises][::-1]
     passed = [100 * s.passed / n if n else 0 for s in stats.exercises][::-1]
