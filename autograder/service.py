@@ -1,3 +1,5 @@
+# Long on purpose: both ends of one private channel (the kernel's client, the service's loop) and the
+# framing they share, read side by side.
 """The warm grader behind ``check()``: started by a notebook's first check, alive as long as it.
 
 A grading run costs a torch import and the grader's imports before any learner code runs;

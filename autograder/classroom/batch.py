@@ -1,3 +1,5 @@
+# Long on purpose: a batch in the order it runs (what a grade is for, the seed, the run) and the command
+# line whose options are run_batch's arguments.
 """``mha-grade batch DIR --out OUT``: grade a whole class.
 
 DIR holds one submission per learner, a folder, a ``.zip`` or a notebook named by the
