@@ -79,7 +79,8 @@ from . import layer_module  # noqa: F401,E402  chapter 4 (the PyTorch module)
 from . import analysis  # noqa: F401,E402  chapter 5
 from . import importance  # noqa: F401,E402  chapter 6 (head_importance)
 from . import pruning  # noqa: F401,E402  chapter 6 (prune_heads)
-from . import efficient  # noqa: F401,E402  chapter 7
+from . import chunked  # noqa: F401,E402  chapter 7 (chunked_attention)
+from . import key_value  # noqa: F401,E402  chapter 7 (repeat_kv, GroupedQueryAttention, KVCache)
 from . import positions  # noqa: F401,E402  chapter 8 (sinusoidal positions, RoPE)
 from . import generation  # noqa: F401,E402  chapter 8 (generate)
 from . import induction  # noqa: F401,E402  chapter 8 (induction_score)
