@@ -1,3 +1,5 @@
+# Long on purpose: both ends of one private channel (the kernel's client, the service's loop) and the
+# framing they share, read side by side.
 """The warm grader behind ``check()``: started by a notebook's first check, alive as long as it.
 
 A grading run costs a torch import and the grader's imports before any learner code runs;
@@ -16,7 +18,7 @@ next (each is a new child, and the sources travel with each request).
 * The service dies with the kernel: ``PR_SET_PDEATHSIG`` on Linux, and end-of-stream on
   its standard input everywhere.
 * The kernel restarts it when it died, or when the grader's code changed since it started
-  (a hash of the grader's source files, :func:`fingerprint`).
+  (``depends.fingerprint``: the one hash of what a grade depends on).
 * Without the reference solutions (a learner release), it runs the self-check on the
   stored public cases (``selfcheck.py``). On macOS and Windows, or with
   ``MHA_CHECK_MODE=spawn``, the learner's code runs in spawned processes, not confined
@@ -26,7 +28,6 @@ The client half (:func:`grade`) is what the kernel imports: standard library onl
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -37,6 +38,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from .depends import fingerprint
 
 MAX_MESSAGE = 64 * 2**20
 REPLY_SECONDS = 300.0  # a check's report, start-up included (the runner's own budget)
@@ -96,32 +99,6 @@ def grader_kind() -> str | None:
     if importlib.util.find_spec("autograder.selfcheck"):
         return "selfcheck"
     return None
-
-
-def fingerprint(kind: str) -> str:
-    """A hash of the files the service's grading depends on: the grader's code, and the
-    reference solutions (``grade``) or the stored public cases (``selfcheck``)."""
-    here = Path(__file__).resolve().parent
-    files = sorted(here.rglob("*.py"))
-    if kind == "grade":  # the references, and the lab code and weights they use (chapter 6)
-        for package in ("solutions", "lab"):
-            spec = importlib.util.find_spec(package)
-            if spec is not None and spec.submodule_search_locations:
-                files += sorted(p for p in Path(next(iter(spec.submodule_search_locations))).rglob("*")
-                                if p.is_file())
-    else:
-        files += sorted((here / "public_cases").glob("*"))
-    h = hashlib.sha256(kind.encode())
-    for f in files:
-        if "__pycache__" in f.parts:
-            continue
-        try:
-            data = f.read_bytes()
-        except OSError:
-            continue
-        h.update(f"{f}\0{len(data)}\0".encode())
-        h.update(data)
-    return h.hexdigest()
 
 
 class _Handle:

@@ -1,3 +1,5 @@
+# Long on purpose: one reading of hostile bytes, top to bottom (find, list, choose, name the misnamed), its
+# private _Tree and _File handed from step to step; split, the safety argument below would span files.
 """Reading a submission: the learner's exercise modules, as source text, and what was taken.
 
 A submission is whatever a learner hands in: a folder, a ``.zip``, a notebook, or a folder

@@ -151,7 +151,7 @@ def margins(ids, seeds: int) -> int:
         for seed in range(min(seeds, 3)):
             cases = draw.grading_cases(EXERCISES[id], seed)
             for bug in (v for b in EXERCISES[id].bugs.values() for v in judge.variants(b)):
-                shares = [_share(judge._bug_output(case, EXERCISES[id], bug), judge.reference_output(case),
+                shares = [_share(judge.bug_output(case, EXERCISES[id], bug), judge.reference_output(case),
                                  case) for case in cases]
                 misses[bug] = min(misses.get(bug, float("inf")), max(shares, default=0.0))
         by_value = [m for m in misses.values() if m >= 1]

@@ -23,9 +23,8 @@ import time
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_release  # noqa: E402
+from autograder.classroom import learner_readme
+from autograder.classroom import release as builder
 
 MAX_ENV_GB = 1.5
 
@@ -46,13 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="mha-release-bench-"))
     try:
-        build_release.build(home / "dist" / "release")
+        builder.build(home / "dist" / "release")
         archive = home / "dist" / "release.zip"
         with zipfile.ZipFile(archive) as z:
             z.extractall(home)
         folder = home / "release"
         unzipped = _size(folder)
-        commands = build_release.setup_commands((folder / "README.md").read_text())
+        commands = learner_readme.setup_commands((folder / "README.md").read_text())
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MHA_BACKEND")}
         started = time.perf_counter()
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=folder, capture_output=True,

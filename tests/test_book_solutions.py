@@ -10,17 +10,15 @@ through the grader, isolation included. The learner release replaces these block
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from autograder.classroom import unsolved
 from autograder.spec import MODULE_OF
 from solution_copies import edited_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_release  # noqa: E402
 
 PYTHON_BLOCK = re.compile(r"^(`{3,})(?:python|ipython3?)\s*\n(.*?)^\1\s*$", re.M | re.S)
 EXERCISE = re.compile(r"^(`{3,}|:{3,})\s*\{exercise\}.*?\n:label:\s*(\S+)(.*?)^\1\s*$", re.M | re.S)
@@ -39,7 +37,7 @@ def shown_solutions() -> dict[str, tuple[str, str]]:
             names = re.findall(r"exercise\s+id\s+`(\w+)`", match.group(3))
             assert len(names) == 1, f"{chapter.name} {match.group(2)}: the exercise names {names}"
             ids[match.group(2)] = names[0]
-        for label, block in build_release.solution_blocks(text):
+        for label, block in unsolved.solution_blocks(text):
             if label in ungraded:
                 continue
             assert label not in shown, f"{chapter.name}: a second solution of {label}"

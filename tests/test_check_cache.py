@@ -29,9 +29,9 @@ def submission():
 
 def forget():
     """This process's memory of cases and outputs: the next run must use the disk, or compute."""
-    runner._CASES.clear()
-    judge._OUTPUTS.clear()
-    cache._WARMED.clear()
+    runner.forget_cases()
+    judge.forget_outputs()
+    cache.forget_warmed()
 
 
 def reference_runs(monkeypatch) -> list:

@@ -142,12 +142,11 @@ def _self_check(release: Path, submission: Path, *exercises: str) -> dict:
 def test_self_check_in_spawn_mode(monkeypatch, tmp_path_factory, tmp_path):
     """The release's self-check, its learner side spawned: a wrong softmax named, an unfilled
     causal_mask not attempted, a correct layer passed (every exercise: tests/test_release.py)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import build_release
+    from autograder.classroom import release as builder
 
     monkeypatch.setenv("MHA_CHECK_MODE", "spawn")
     release = tmp_path_factory.mktemp("dist") / "release"
-    assert build_release.main(["--out", str(release)]) == 0
+    assert builder.main(["--out", str(release)]) == 0
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     for f in (ROOT / "solutions").glob("*.py"):

@@ -51,9 +51,9 @@ def _equivalent(exercise, diagnosis, other, seeds) -> bool:
     """Whether two known bugs give the same outputs on every case of ``seeds`` (then either
     diagnosis is as true as the other)."""
     for seed in seeds:
-        for case in judge._DRAWN[(exercise.id, seed)][1]:
+        for case in judge.in_process_cases(exercise, seed):
             expected = judge.reference_output(case)
-            a, b = (judge._shown(exercise, case, expected, d) for d in (diagnosis, other))
+            a, b = (judge.bug_shown(exercise, case, expected, d) for d in (diagnosis, other))
             if (a is None) != (b is None):
                 return False
             if a is not None and not any(x is not None and y is not None and scoring.matches(x, y, case)
@@ -199,8 +199,8 @@ def test_the_layer_s_cases_isolate_every_part_and_every_hinted_feature():
         assert len({frozenset(c.features) for c in cases}) == 1, exercise.id
     for exercise in hinted:
         exercise_id = exercise.id
-        cases = judge._DRAWN.get((exercise_id, 0)) or (None, draw.grading_cases(exercise, 0))
-        features = [{k: v for k, v in c.features.items() if k != "part"} for c in cases[1]]
+        features = [{k: v for k, v in c.features.items() if k != "part"}
+                    for c in judge.in_process_cases(exercise, 0)]
         isolated = set()
         for a in features:
             for b in features:
@@ -329,8 +329,7 @@ def test_merge_by_swapaxes_and_a_count_ignoring_value_dim_are_named():
 
 def test_a_crash_on_a_general_case_names_the_assumption():
     exercise = EXERCISES["split_heads"]
-    cases = judge._DRAWN[("split_heads", 0)][1] if ("split_heads", 0) in judge._DRAWN else \
-        draw.grading_cases(exercise, 0)
+    cases = judge.in_process_cases(exercise, 0)
     ns = reference.namespace()
     outputs = []
     for case in cases:

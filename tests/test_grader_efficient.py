@@ -11,7 +11,7 @@ import pytest
 
 from autograder.grading import judge, reference
 from autograder.grading.exercises import EXERCISES
-from autograder.grading.exercises import efficient as checks
+from autograder.grading.exercises import key_value as checks
 from solution_copies import edited_solutions
 
 CHAPTER_7 = ("chunked_attention", "repeat_kv", "GroupedQueryAttention", "KVCache")

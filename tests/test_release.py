@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_release  # noqa: E402
+from autograder import SECRET, within
+from autograder.classroom import learner_readme, unsolved
+from autograder.classroom import release as builder
 
-from autograder import SECRET, within  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 WRONG_SOFTMAX = ("\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)  # no max subtraction\n"
                  "    return e / e.sum(axis=axis, keepdims=True)\n")
@@ -31,7 +31,7 @@ MIN_STATEMENT_NODES = 12  # a secret body shorter than this (``return x``) may o
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist") / "release"
-    assert build_release.main(["--out", str(out)]) == 0
+    assert builder.main(["--out", str(out)]) == 0
     return out
 
 
@@ -104,7 +104,7 @@ def _secret_bodies() -> dict[tuple[str, ...], tuple[str, int]]:
     sources = [(f.relative_to(ROOT).as_posix(), f.read_text()) for f in files]
     for f in sorted((ROOT / "book").glob("*.ipynb")):
         for cell in json.loads(f.read_text())["cells"]:
-            for _, block in build_release.solution_blocks("".join(cell["source"])):
+            for _, block in unsolved.solution_blocks("".join(cell["source"])):
                 sources += [(f"{f.relative_to(ROOT)} {{solution}}", code) for code in _fenced(block)]
     secret = {}
     for where, source in sources:
@@ -191,7 +191,7 @@ def test_release_holds_no_solution_directive_and_no_output(release):
     shipped = "".join(p.read_text() for p in (release / "book").glob("*.ipynb"))
     exercises = len(re.findall(r"\{exercise\}", book))
     assert exercises >= 17 and len(re.findall(r"`{3,}\{solution\}", book)) == exercises
-    assert shipped.count(build_release.SOLUTION_NOTE.strip()) == exercises
+    assert shipped.count(unsolved.SOLUTION_NOTE.strip()) == exercises
 
 
 def test_the_scan_finds_a_pasted_solution(release, tmp_path):
@@ -216,23 +216,23 @@ def test_the_scan_finds_a_pasted_solution(release, tmp_path):
 
 
 def test_strip_markdown_handles_every_form():
-    strip = build_release.strip_markdown
+    strip = unsolved.strip_markdown
     text = ("A\n````{solution} ex-a\n:class: dropdown\n\n```python\ndef f(): return 1\n```\n````\nB\n"
             ":::{solution} ex-b\nsecret\n:::\nC\n"
             "```{admonition} Hint\n:class: dropdown\nuse `np.max`\n```\n"
             "````{hint}\n```python\nx = 1\n```\n````\n")
     out, removed, gated = strip(text)
     assert removed == 2 and not gated and "def f" not in out and "secret" not in out
-    assert out.count(build_release.SOLUTION_NOTE) == 2 and "use `np.max`" in out
-    assert "x = 1" not in out and build_release.HINT_NOTE in out
+    assert out.count(unsolved.SOLUTION_NOTE) == 2 and "use `np.max`" in out
+    assert "x = 1" not in out and unsolved.HINT_NOTE in out
     notebook = {"cells": [
         {"cell_type": "markdown", "source": "intro\n```{solution-start} ex-c\n```\n"},
         {"cell_type": "code", "source": "secret()", "outputs": [], "execution_count": None},
         {"cell_type": "markdown", "source": "```{solution-end}\n```\nafter\n"},
         {"cell_type": "code", "source": "shown()", "outputs": [{"text": "out"}], "execution_count": 3}]}
-    assert build_release.strip_notebook(notebook) == 1
+    assert unsolved.strip_notebook(notebook) == 1
     sources = [c["source"] for c in notebook["cells"]]
-    assert sources == ["intro\n" + build_release.SOLUTION_NOTE, "after\n", "shown()"]
+    assert sources == ["intro\n" + unsolved.SOLUTION_NOTE, "after\n", "shown()"]
     assert notebook["cells"][-1]["outputs"] == []
 
 
@@ -257,7 +257,7 @@ def installed(release, tmp_path_factory):
     with zipfile.ZipFile(release.with_suffix(".zip")) as archive:
         archive.extractall(home)
     folder = home / "release"
-    commands = build_release.setup_commands((folder / "README.md").read_text())
+    commands = learner_readme.setup_commands((folder / "README.md").read_text())
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=folder, env=_env(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -347,7 +347,7 @@ def test_the_learner_book_config_hides_the_solutions_in_sphinx(tmp_path):
     from sphinx.cmd.build import build_main
 
     config = tmp_path / "_config.yml"
-    assert build_release.main(["--book-config", str(config)]) == 0
+    assert builder.main(["--book-config", str(config)]) == 0
     sphinx_config, _ = get_final_config(user_yaml=config, cli_config={"latex_individualpages": False},
                                         sourcedir=ROOT)
     assert sphinx_config["hide_solutions"] is True
@@ -374,8 +374,8 @@ def test_a_built_book_ships_only_without_its_solutions(tmp_path):
     (site / "index.html").write_text("<html><p>exercise</p></html>")
     (site / "_sources" / "book" / "01.ipynb").write_text(json.dumps({"cells": [
         {"cell_type": "markdown", "source": "````{solution} ex-a\n```python\nSECRET = 1\n```\n````\n"}]}))
-    assert build_release.copy_html(site, tmp_path / "release" / "html") == 1
+    assert builder.copy_html(site, tmp_path / "release" / "html") == 1
     assert "SECRET" not in (tmp_path / "release" / "html" / "_sources" / "book" / "01.ipynb").read_text()
     (site / "page.html").write_text('<div class="solution admonition dropdown">SECRET</div>')
     with pytest.raises(SystemExit, match="page.html shows a solution"):
-        build_release.copy_html(site, tmp_path / "again")
+        builder.copy_html(site, tmp_path / "again")

@@ -173,9 +173,9 @@ def test_a_minimal_pair_names_the_feature_that_fails():
 
 
 def test_head_scores_are_located_by_layer_and_head():
-    from autograder.grading.exercises import pruning
+    from autograder.grading.exercises import importance
 
-    result = judge.judge_in_process(EXERCISES["head_importance"], pruning.importance_signed)
+    result = judge.judge_in_process(EXERCISES["head_importance"], importance.importance_signed)
     assert any("at layer " in c.feedback and ", head " in c.feedback for c in result.cases if not c.passed)
 
 

@@ -1,3 +1,5 @@
+# Long on purpose: a batch in the order it runs (what a grade is for, the seed, the run) and the command
+# line whose options are run_batch's arguments.
 """``mha-grade batch DIR --out OUT``: grade a whole class.
 
 DIR holds one submission per learner, a folder, a ``.zip`` or a notebook named by the
@@ -55,14 +57,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import __version__
+from .. import depends, stubs
 from ..spec import POINTS
 from . import files, gradebook, intake, runs
 from .classfiles import class_rows, write_anonymous, write_class_files
 from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
 from .intake import BatchError
 
-PACKAGE = Path(__file__).resolve().parent.parent  # autograder/
 SEED_FILE = ".seed"
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 
@@ -83,18 +84,17 @@ class BatchResult:
 # ---------------------------------------------------------------------- what a grade is for
 
 def grader_fingerprint() -> str:
-    """A hash of everything a grade depends on besides the submission: the grader's modules
-    and checks (``autograder/`` but the class tools), the reference solutions and the stubs."""
-    h = hashlib.sha256(__version__.encode())
-    roots = [PACKAGE, PACKAGE.parent / "solutions", PACKAGE.parent / "mha_exercises"]
-    for root in roots:
-        for f in sorted(root.rglob("*.py")):
-            rel = f.relative_to(PACKAGE.parent).as_posix()
-            if rel.startswith("autograder/classroom/") or "__pycache__" in rel:
-                continue
-            data = f.read_bytes()
-            h.update(f"{rel}\0{len(data)}\0".encode())
-            h.update(data)
+    """A hash of everything a grade depends on besides the submission (``depends.fingerprint``,
+    the one the warm service and the reference outputs' cache use) and of the stubs, which
+    decide what of a submission is the learner's own (a module equal to its stub gives way to a
+    notebook) and what links nobody in ``--similarity``."""
+    h = hashlib.sha256(depends.fingerprint("grade").encode())
+    for f in sorted(stubs.FOLDER.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        data = f.read_bytes()
+        h.update(f"mha_exercises/{f.relative_to(stubs.FOLDER).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
     return h.hexdigest()
 
 

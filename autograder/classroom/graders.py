@@ -1,3 +1,5 @@
+# Just past 350 on purpose: the grader processes and the reports they send back when a grade fails
+# are one protocol.
 """The class's graders: forked processes, each grading one submission at a time through the
 pipeline (its own learner-side zygote, reused), that die with the batch however it dies.
 

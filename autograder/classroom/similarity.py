@@ -1,3 +1,5 @@
+# Long on purpose: the steps below in their order, around one cached class (Similarity), and the
+# report of the clusters they find.
 """``--similarity``: groups of learners whose exercise code is near-identical.
 
 An integrity aid, not a verdict: it points an instructor at submissions worth reading.

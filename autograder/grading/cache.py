@@ -4,9 +4,9 @@ A grading run compares the learner's outputs with the reference's on the same ca
 the same grader, seed and library versions those reference outputs are the same every
 time, and computing them is most of the grader's own work (a few hundred milliseconds, most
 of it chapter 6's model). So they are stored, per exercise and seed, under a key that
-changes with anything they depend on (:func:`key`: the grader's version and the source of
-the solutions, checks, drivers and lab code, the library versions), and each stored output
-is used only for a case whose driver and inputs hash the same. The cases themselves are
+changes with anything they depend on (:func:`key`: the one hash of what a grade depends on,
+``autograder/depends.py``), and each stored output is used only for a case whose driver and
+inputs hash the same. The cases themselves are
 stored too (:func:`cases`: chapter 6's draw reads the lab's weights and data), each file
 naming the exercise, seed and drawing function it holds.
 
@@ -21,20 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .. import depends
 from ..isolation import protocol
 
-# The code a reference output depends on: the solutions, the checks that draw the cases, the
-# drivers that run them, the plain-data format, and the lab code and weights chapter 6 uses;
-# found where Python imports them from.
-SOURCES = ("solutions", "autograder.grading", "autograder.isolation.drivers", "autograder.isolation.protocol",
-           "autograder.spec", "lab")
 KEEP = 8  # grader versions whose outputs stay on disk (a few hundred kB each)
 _KEY: list = []  # computed once per process
 _WARMED: dict = {}  # id(cases) -> cases: already looked up in this process
@@ -56,32 +50,11 @@ def directory() -> Path | None:
     return base
 
 
-def key() -> str | None:
-    """A hash of everything the reference outputs depend on (None: a source not found)."""
+def key() -> str:
+    """A hash of everything the reference outputs depend on: what a grade depends on
+    (``depends.fingerprint``, the same hash the warm service restarts on), once per process."""
     if not _KEY:
-        import importlib.util
-
-        import torch
-
-        h = hashlib.sha256(f"{__version__}\0{platform.python_version()}\0{platform.machine()}\0"
-                           f"{np.__version__}\0{torch.__version__}\0".encode())
-        for name in SOURCES:
-            spec = importlib.util.find_spec(name)
-            if spec is None or not (spec.submodule_search_locations or spec.origin):
-                _KEY.append(None)
-                return None
-            if spec.submodule_search_locations:  # a package (a namespace package too): its folder
-                top = Path(next(iter(spec.submodule_search_locations)))
-                files = sorted(p for p in top.rglob("*") if p.is_file())
-            else:
-                top, files = Path(spec.origin).parent, [Path(spec.origin)]
-            for f in files:
-                if "__pycache__" in f.parts or f.suffix == ".pyc":
-                    continue
-                data = f.read_bytes()
-                h.update(f"{name}/{f.relative_to(top).as_posix()}\0{len(data)}\0".encode())
-                h.update(data)
-        _KEY.append(h.hexdigest()[:32])
+        _KEY.append(depends.fingerprint("grade")[:32])
     return _KEY[0]
 
 
@@ -94,7 +67,7 @@ def cases(exercise, seed: int, draw) -> list:
     # The drawing function by name: one of the checks' own (whose source ``key`` covers), never
     # a stand-in (a test's lambda) that would read or leave the real cases' file.
     drawer = f"{getattr(exercise.cases, '__module__', '')}.{getattr(exercise.cases, '__qualname__', '<?>')}"
-    if where is None or version is None or "<" in drawer or not drawer.startswith(__package__ + ".exercises."):
+    if where is None or "<" in drawer or not drawer.startswith(__package__ + ".exercises."):
         return draw()
     path = where / version / f"{seed}-{exercise.id}-cases.bin"
     identity = [exercise.id, seed, drawer]
@@ -123,14 +96,14 @@ def warm(exercise, seed: int, cases: list) -> None:
     from . import judge
 
     where, version = directory(), key()
-    if where is None or version is None:
+    if where is None:
         return
     path = where / version / f"{seed}-{exercise.id}.bin"
     digests = [_digest(c) for c in cases]
     stored = _read(path, "outputs")
     if stored is not None and stored.get("digests") == digests:
         for case, output in zip(cases, stored["outputs"]):
-            judge._cached((case,), lambda output=output: output)
+            judge.keep_reference_output(case, output)
         return
     try:
         outputs = [judge.reference_output(c) for c in cases]
@@ -138,6 +111,11 @@ def warm(exercise, seed: int, cases: list) -> None:
         return
     if all(_same(protocol.decode(protocol.encode(o)[8:]), o) for o in outputs):
         _write(path, {"digests": digests, "outputs": outputs})
+
+
+def forget_warmed() -> None:
+    """Forget which case lists were looked up: the next :func:`warm` reads the disk again."""
+    _WARMED.clear()
 
 
 def _digest(case) -> str:

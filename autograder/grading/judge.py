@@ -29,6 +29,8 @@ def run_driver(case: Case, ns):
 # runner draws each exercise's cases once per process and seed, so a batch grader computes
 # them once for the whole class. Keyed by identity; the key's objects are kept alive with
 # the entry (an id is unique only while its object lives). Nothing here mutates an output.
+# Other modules reach it only through the functions below (reference_output, keep_reference_output,
+# forget_outputs).
 _OUTPUTS: dict = {}
 _OUTPUTS_MAX = 4096
 
@@ -46,10 +48,24 @@ def _cached(objects: tuple, compute):
 
 
 def reference_output(case: Case):
+    """What the reference returns on ``case``: computed once per Case object."""
     return _cached((case,), lambda: run_driver(case, reference.namespace()))
 
 
-def _bug_output(case, exercise, bug):
+def keep_reference_output(case: Case, output) -> None:
+    """Take ``output`` as the reference's on ``case`` (read from disk by ``cache.warm``) unless
+    already known."""
+    _cached((case,), lambda: output)
+
+
+def forget_outputs() -> None:
+    """Drop every kept output (the reference's and the known bugs'): the next ones are computed,
+    or read from disk."""
+    _OUTPUTS.clear()
+
+
+def bug_output(case, exercise, bug):
+    """What one way of writing a known bug returns on ``case`` (None: it cannot run on it)."""
     def run():
         try:
             with np.errstate(all="ignore"):
@@ -65,22 +81,22 @@ def variants(bug) -> tuple:
     return tuple(bug) if isinstance(bug, (tuple, list)) else (bug,)
 
 
-def _shown(exercise: Exercise, case: Case, expected, diagnosis: str) -> list | None:
+def bug_shown(exercise: Exercise, case: Case, expected, diagnosis: str) -> list | None:
     """One known bug's outputs on ``case``, one per way of writing it (None for a way that does
     not show, or cannot run), or None when no way shows."""
     def compute():
         outs = [o if o is not None and compare_outputs(o, expected, case, True) is not None else None
-                for o in (_bug_output(case, exercise, v) for v in variants(exercise.bugs[diagnosis]))]
+                for o in (bug_output(case, exercise, v) for v in variants(exercise.bugs[diagnosis]))]
         return outs if any(o is not None for o in outs) else None
 
-    return _cached((case, exercise, diagnosis, _shown), compute)
+    return _cached((case, exercise, diagnosis, bug_shown), compute)
 
 
 def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
     """``{diagnosis: [output per way of writing it]}`` of the known bugs that show on ``case``
     (an output that differs from ``expected``; None for a way that does not show or cannot
     run): what the release stores for its self-check to name a mistake."""
-    shown = {d: _shown(exercise, case, expected, d) for d in exercise.bugs}
+    shown = {d: bug_shown(exercise, case, expected, d) for d in exercise.bugs}
     return {d: outs for d, outs in shown.items() if outs is not None}
 
 
@@ -89,14 +105,25 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
 
     def bugs(i, diagnosis=None):  # asked only about cases with the learner's data: their expected output exists
         if diagnosis is not None:  # one bug, run only when a claim needs it checked on this case
-            return _shown(exercise, cases[i], expected[i], diagnosis)
+            return bug_shown(exercise, cases[i], expected[i], diagnosis)
         return shown_bugs(exercise, cases[i], expected[i])
 
     return scoring.score(exercise.id, exercise.points, cases, outputs, expected, bugs, exercise.ladder, notes,
                          exercise.hints)
 
 
-_DRAWN: dict = {}
+_DRAWN: dict = {}  # (exercise id, seed) -> (exercise, its grading cases), for judge_in_process
+
+
+def in_process_cases(exercise: Exercise, seed: int = 0) -> list[Case]:
+    """The cases :func:`judge_in_process` grades ``exercise`` on for ``seed``: drawn once per
+    process, the same Case objects each time, so the reference's and the bugs' outputs are kept."""
+    from .exercises import draw
+
+    drawn = _DRAWN.get((exercise.id, seed))
+    if drawn is None or drawn[0] is not exercise:
+        drawn = _DRAWN[(exercise.id, seed)] = (exercise, draw.grading_cases(exercise, seed))
+    return drawn[1]
 
 
 def judge_in_process(exercise: Exercise, implementation=None, seed: int = 0) -> ExerciseResult:
@@ -106,13 +133,8 @@ def judge_in_process(exercise: Exercise, implementation=None, seed: int = 0) -> 
     run against the reference namespace with ``implementation`` swapped in. Never use it on
     learner code, which must run in the sandbox.
     """
-    from .exercises import draw
-
     ns = reference.namespace(None if implementation is None else {exercise.id: implementation})
-    drawn = _DRAWN.get((exercise.id, seed))
-    if drawn is None or drawn[0] is not exercise:  # the same Case objects: the bugs' outputs are kept
-        drawn = _DRAWN[(exercise.id, seed)] = (exercise, draw.grading_cases(exercise, seed))
-    cases = drawn[1]
+    cases = in_process_cases(exercise, seed)
     outputs = []
     for case in cases:
         try:

@@ -127,6 +127,11 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
     return hit[1]
 
 
+def forget_cases() -> None:
+    """Drop the drawn cases: the next grade draws them again (or reads them from disk)."""
+    _CASES.clear()
+
+
 # ------------------------------------------------------------------------- the pipeline
 
 @dataclass

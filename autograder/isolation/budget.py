@@ -1,3 +1,5 @@
+# Just past 350 on purpose: each cap from what the machine offers to the child that meets it and
+# the cleanup after it, in that order.
 """What one learner's process may cost the machine: its threads and its scratch bytes, capped
 per child whoever runs the grader.
 

@@ -1,4 +1,4 @@
-"""The checks of every exercise, one module per chapter: ``EXERCISES`` maps id -> Exercise.
+"""The checks of every exercise, one module per chapter (or part of one): ``EXERCISES`` maps id -> Exercise.
 
 Adding an exercise's checks
 ===========================
@@ -70,16 +70,20 @@ from types import ModuleType
 
 from ...spec import POINTS, Exercise
 
-# One import per chapter module; every imported module with an EXERCISES tuple is collected.
+# One import per module of checks; every imported module with an EXERCISES tuple is collected.
 from . import attention  # noqa: F401,E402  chapter 1
 from . import masking  # noqa: F401,E402  chapter 2
 from . import heads  # noqa: F401,E402  chapter 3
 from . import layer  # noqa: F401,E402  chapter 4 (NumPy)
 from . import layer_module  # noqa: F401,E402  chapter 4 (the PyTorch module)
 from . import analysis  # noqa: F401,E402  chapter 5
-from . import pruning  # noqa: F401,E402  chapter 6
-from . import efficient  # noqa: F401,E402  chapter 7
-from . import language_model  # noqa: F401,E402  chapter 8
+from . import importance  # noqa: F401,E402  chapter 6 (head_importance)
+from . import pruning  # noqa: F401,E402  chapter 6 (prune_heads)
+from . import chunked  # noqa: F401,E402  chapter 7 (chunked_attention)
+from . import key_value  # noqa: F401,E402  chapter 7 (repeat_kv, GroupedQueryAttention, KVCache)
+from . import positions  # noqa: F401,E402  chapter 8 (sinusoidal positions, RoPE)
+from . import generation  # noqa: F401,E402  chapter 8 (generate)
+from . import induction  # noqa: F401,E402  chapter 8 (induction_score)
 
 _ALL = {ex.id: ex for module in list(globals().values()) if isinstance(module, ModuleType)
         for ex in getattr(module, "EXERCISES", ())}

@@ -1,0 +1,204 @@
+"""Checks of chapter 8's positions (``language_model.py``, PyTorch): ``sinusoidal_positions`` and
+``apply_rope``. The chapter's other checks: ``generation.py``, ``induction.py``."""
+from __future__ import annotations
+
+import torch
+
+from ...spec import Exercise
+from .cases import TOLERANCE, call_case, randn
+
+
+# Positions turn into angles of up to ``position`` radians; a correct version that computes them
+# in float32 is off by ~position * 6e-8 rad, ~1e-5 at the positions of the float32 cases below
+# (under 200). So float32 cases take 1e-4, still far below any mistake's error (order 1).
+POSITION_F32 = {"rtol": 1e-4, "atol": 1e-4}
+
+# --- sinusoidal_positions ----------------------------------------------------------------------
+
+
+def sinusoidal_cases(rng):
+    def case(name, length, dim, offset=0, base=None, rung=1):
+        kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
+        sizes = {"L": int(length), "dim": int(dim)}
+        features = {"offset": "an offset (positions after a cache)" if offset else "offset 0",
+                    "base": "base 10000" if base is None else "another base",
+                    "positions": "one position" if length == 1 else "several positions"}
+        return call_case(name, "sinusoidal_positions", [int(length), int(dim)], kwargs, sizes=sizes,
+                         dtype="float32", rung=rung, features=features, **POSITION_F32)
+
+    even = lambda lo, hi: 2 * int(rng.integers(lo // 2, hi // 2 + 1))  # noqa: E731
+    return [
+        case("5 to 7 positions from 0, dim 8", int(rng.integers(5, 8)), 8, rung=0),
+        case("8 to 11 positions from 0, dim 14 to 20", int(rng.integers(8, 12)), even(14, 20), rung=0),
+        case("one position after a cache, dim 4", 1, 4, offset=int(rng.integers(3, 9))),
+        case("4 to 6 positions after a cache, dim 12", int(rng.integers(4, 7)), 12, offset=int(rng.integers(10, 60))),
+        case("3 positions after a cache, base 50 to 199, dim 6", 3, 6, offset=int(rng.integers(1, 20)), base=float(rng.integers(50, 200))),
+        case("35 to 44 positions from 0, dim 32", int(rng.integers(35, 45)), 32),
+        case("4 positions from 0, base 8 to 12, dim 10", 4, 10, base=float(rng.integers(8, 13))),
+    ]
+
+
+def _sinusoidal(length, dim, offset=0, base=10000.0, *, swap=False, halves=False, use_offset=True,
+                exponent="2i/d", use_base=True, angle_dtype=torch.float64, start=0):
+    """The reference with one step changed; each bug below sets one knob."""
+    base = base if use_base else 10000.0
+    first = (offset if use_offset else 0) + start
+    positions = torch.arange(first, first + length, dtype=angle_dtype)[:, None]
+    i = torch.arange(dim // 2, dtype=angle_dtype)
+    inv_freq = base ** (-(2 * i if exponent == "2i/d" else i) / dim)
+    angles = positions * inv_freq  # (L, dim/2)
+    sin, cos = torch.sin(angles), torch.cos(angles)
+    if swap:
+        sin, cos = cos, sin
+    if halves:
+        out = torch.cat([sin, cos], dim=-1)
+    else:
+        out = torch.stack([sin, cos], dim=-1).flatten(-2)  # sin, cos, sin, cos, ...
+    return out.to(torch.float32)
+
+
+def _sinusoidal_bug(name, **knobs):
+    def bug(length, dim, offset=0, base=10000.0):
+        return _sinusoidal(length, dim, offset, base, **knobs)
+
+    bug.__name__ = bug.__qualname__ = name
+    return bug
+
+
+SINUSOIDAL_POSITIONS = Exercise(
+    id="sinusoidal_positions",
+    cases=sinusoidal_cases,
+    ladder=(("positions from 0", ""),
+            ("a position offset, another base", "positions start at offset (the cached length) and the "
+             "wavelengths use the base given")),
+    hints={"an offset (positions after a cache)": "positions start at offset (the cached length): row t is "
+                                                  "position offset + t",
+           "another base": "the wavelengths use the base given: pair i has frequency base^(-2i/dim)"},
+    bugs={
+        "your sines and cosines are swapped: the even features (2i) hold the sines, the odd ones (2i+1) "
+        "the cosines": _sinusoidal_bug("sin_cos_swapped", swap=True),
+        "your features put all the sines first and then all the cosines: the paper interleaves them, sine "
+        "in feature 2i and cosine in feature 2i+1": _sinusoidal_bug("halves", halves=True),
+        "your positions ignore the offset: with a cache of n positions, the new ones start at n":
+            _sinusoidal_bug("offset_ignored", use_offset=False),
+        "your frequencies use the exponent i/dim: pair i has frequency base^(-2i/dim)":
+            _sinusoidal_bug("exponent_i_over_d", exponent="i/d"),
+        "your frequencies ignore the base argument (10000 is only its default)":
+            _sinusoidal_bug("base_ignored", use_base=False),
+        "your positions start at 1: the first position is offset, 0 without a cache":
+            _sinusoidal_bug("from_one", start=1),
+    },
+)
+
+
+# --- apply_rope --------------------------------------------------------------------------------
+
+ROPE_AXES = {2: "no leading axis: (L, d)", 3: "one leading axis: (B, L, d)", 4: "two leading axes: (B, H, L, d)"}
+
+
+def rope_cases(rng):
+    def case(name, shape, offset=0, base=None, dtype="float64", rung=1, labels=None):
+        kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
+        sizes = dict(zip(labels or ("B", "H", "L", "d")[-len(shape):], map(int, shape)))
+        tol = POSITION_F32 if dtype == "float32" else TOLERANCE["float64"]
+        features = {"leading axes": ROPE_AXES[len(shape)], "dtype": dtype,
+                    "offset": ("offset 0" if not offset else "an offset in the thousands" if offset >= 1000
+                               else "an offset under 100"),
+                    "base": "base 10000" if base is None else "another base",
+                    "positions": "one position" if shape[-2] == 1 else "several positions"}
+        return call_case(name, "apply_rope", [randn(rng, shape, dtype)], kwargs, sizes=sizes, dtype=dtype,
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tol)
+
+    B, H = int(rng.integers(2, 4)), int(rng.integers(3, 5))
+    return [
+        case("(L, d), d = 8, from position 0", (int(rng.integers(5, 8)), 8), rung=0),
+        case("(B, H, L, d), from position 0", (B, H, int(rng.integers(5, 9)), 6), rung=0),
+        case("(B, L, d), from position 0", (B, int(rng.integers(5, 9)), 6), rung=0, labels=("B", "L", "d")),
+        case("(B, H, L, d), float32, from position 0", (B, H, int(rng.integers(5, 9)), 10), dtype="float32", rung=0),
+        case("one new position after a cache", (B, H, 1, 8), offset=int(rng.integers(5, 40))),
+        case("3 new positions after a cache, float32", (B, H, 3, 12), offset=int(rng.integers(20, 90)),
+             dtype="float32"),
+        case("(B, H, L, d), base 300 to 899", (B, H, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900))),
+        case("(B, H, L, d), d = 16, 28 to 32 positions", (B, H, int(rng.integers(28, 33)), 16)),
+        case("one position at 2500 to 3499, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
+    ]
+
+
+def _rope(x, offset=0, base=10000.0, *, pairs="halves", sign=1, swap=False, use_offset=True, exponent="2i/d",
+          use_base=True, angle_dtype=torch.float64):
+    """The reference with one step changed; each bug below sets one knob."""
+    length, dim = x.shape[-2], x.shape[-1]
+    base = base if use_base else 10000.0
+    first = offset if use_offset else 0
+    positions = torch.arange(first, first + length, dtype=angle_dtype)[:, None]
+    i = torch.arange(dim // 2, dtype=angle_dtype)
+    inv_freq = base ** (-(2 * i if exponent == "2i/d" else i) / dim)
+    angles = positions * inv_freq  # (L, d/2)
+    cos, sin = torch.cos(angles).to(x.dtype), sign * torch.sin(angles).to(x.dtype)
+    if swap:
+        cos, sin = sin, cos
+    if pairs == "halves":
+        x1, x2 = x[..., :dim // 2], x[..., dim // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # adjacent pairs (2i, 2i+1): RoFormer, GPT-J
+    return torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
+
+
+def _rope_bug(name, **knobs):
+    def bug(x, offset=0, base=10000.0):
+        return _rope(x, offset, base, **knobs)
+
+    bug.__name__ = bug.__qualname__ = name
+    return bug
+
+
+def _rope_adjacent_angles_on_halves(x, offset=0, base=10000.0):
+    """Half-split rotation with the angles laid out for adjacent pairs (repeat_interleave): the two
+    conventions mixed, as when an interleaved checkpoint's cos/sin tables meet a half-split rotation."""
+    length, dim = x.shape[-2], x.shape[-1]
+    positions = torch.arange(offset, offset + length, dtype=torch.float64)[:, None]
+    angles = positions * base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = angles.repeat_interleave(2, dim=-1)  # (L, d): theta_0, theta_0, theta_1, theta_1, ...
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    x1, x2 = x[..., :dim // 2], x[..., dim // 2:]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+APPLY_ROPE = Exercise(
+    id="apply_rope",
+    cases=rope_cases,
+    ladder=(("positions from 0", ""),
+            ("a position offset, another base", "positions start at offset (the cached length) and the "
+             "angles use the base given"),
+            ("a position in the thousands, float64", "compute the angles in float64 (float32 angles are off by "
+             "~1e-4 radians there)")),
+    hints={"leading axes": "accept any leading axes: the positions are axis -2 and the features axis -1",
+           "float32": "keep the input's dtype: compute the angles in float64, then cast their cos and sin to it",
+           "an offset under 100": "positions start at offset (the cached length): row t is at position offset + t",
+           "an offset in the thousands": "compute the angles in float64 (float32 angles are off by ~1e-4 radians "
+                                         "there)",
+           "another base": "the angles use the base given: (offset + t) * base^(-2i/d)"},
+    bugs={
+        "your rotation pairs adjacent features (2i, 2i+1), the convention of the RoFormer paper and GPT-J; "
+        "this course pairs the two halves, feature i with feature i + d/2, as GPT-NeoX and Llama do":
+            _rope_bug("adjacent_pairs", pairs="adjacent"),
+        "your angles are laid out for adjacent pairs (each repeated twice, repeat_interleave) but rotate "
+        "the halves: with the half-split rotation, the angles of the first half repeat in the second "
+        "(torch.cat([angles, angles]))": _rope_adjacent_angles_on_halves,
+        "your rotation turns the wrong way: out = [x1 cos - x2 sin, x2 cos + x1 sin] with x1, x2 the two "
+        "halves": _rope_bug("reversed", sign=-1),
+        "your sin and cos are swapped": _rope_bug("sin_cos_swapped", swap=True),
+        "your rotation ignores the offset: with a cache of n positions the new ones are at n, n + 1, ... "
+        "(at offset 0 a single new token would not be rotated at all)": _rope_bug("offset_ignored",
+                                                                                   use_offset=False),
+        "your frequencies use the exponent i/d: pair i turns by base^(-2i/d) per position":
+            _rope_bug("exponent_i_over_d", exponent="i/d"),
+        "your frequencies ignore the base argument (10000 is only its default)": _rope_bug("base_ignored",
+                                                                                            use_base=False),
+        "your angles are computed in float32: at positions in the thousands they are off by ~1e-4 radians; "
+        "compute them in float64": _rope_bug("float32_angles", angle_dtype=torch.float32),
+    },
+)
+
+
+EXERCISES = (SINUSOIDAL_POSITIONS, APPLY_ROPE)
