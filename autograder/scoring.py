@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from .compare import _fmt, _index, compare_outputs
+from .compare import array_index, compare_outputs, number
 from .spec import Case, CaseError, CaseResult, ExerciseResult
 
 # What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
@@ -109,11 +109,11 @@ def _rows_sum_to_one(case, got, expected):
     bad = np.flatnonzero(~np.isclose(sums, want, rtol=0, atol=max(10 * case.rtol, 1e-6)))
     if not bad.size:
         return None
-    at = _index(bad[0], sums.shape)
+    at = array_index(bad[0], sums.shape)
     if want.flat[bad[0]] == 0:
-        return (f"the fully masked row of {_label(key)} at index {at} sums to {_fmt(sums.flat[bad[0]])}, "
+        return (f"the fully masked row of {_label(key)} at index {at} sums to {number(sums.flat[bad[0]])}, "
                 f"expected all zeros")
-    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {_fmt(sums.flat[bad[0]])}"
+    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {number(sums.flat[bad[0]])}"
 
 
 def _masked_exactly_zero(case, got, expected):
@@ -127,8 +127,8 @@ def _masked_exactly_zero(case, got, expected):
     bad = np.flatnonzero(~mask & (g != 0))
     if not bad.size:
         return None
-    at = _index(bad[0], g.shape)
-    return f"{_label(key)} must be exactly 0 at masked keys: got {_fmt(g.flat[bad[0]])} at index {at}"
+    at = array_index(bad[0], g.shape)
+    return f"{_label(key)} must be exactly 0 at masked keys: got {number(g.flat[bad[0]])} at index {at}"
 
 
 def _dropout_in_training(case, got, expected):
