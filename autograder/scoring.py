@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from .compare import array_index, compare_outputs, number
-from .spec import Case, CaseError, CaseResult, ExerciseResult
+from .spec import INFO, Case, CaseError, CaseResult, ExerciseResult
 
 # What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
 # exception: "ValueError: message (attention.py, line 12)").
@@ -81,16 +81,19 @@ def _label(key):
 def case_mask(case: Case, shape):
     """The case's own mask broadcast to ``shape`` (the weights'), or None when it has none.
 
-    The mask is the ``mask`` input (masked_softmax: its second argument); a layer's 3-D mask
-    ``(B, Lq, Lk)`` is shared by the heads, so it gains the head axis first."""
+    The mask is the ``mask`` input, or the called function's argument where its exercise
+    declares it (``spec.ExerciseInfo.mask_position``); a layer's 3-D mask ``(B, Lq, Lk)`` is
+    shared by the heads (a layer driver's, or ``ExerciseInfo.heads_share_mask``), so it gains
+    the head axis first."""
     inputs = case.inputs
+    called = INFO.get(inputs.get("function"))
     mask = inputs.get("kwargs", {}).get("mask", inputs.get("mask"))
-    if mask is None and inputs.get("function") == "masked_softmax":
-        mask = inputs["args"][1]
+    if mask is None and called is not None and called.mask_position is not None:
+        mask = inputs["args"][called.mask_position]
     if mask is None:
         return None
     mask = np.asarray(mask).astype(bool)
-    layer = case.driver.startswith("mha_") or inputs.get("function") == "multi_head_attention"
+    layer = case.driver.startswith("mha_") or (called is not None and called.heads_share_mask)
     if layer and mask.ndim == 3 and len(shape) == 4:
         mask = mask[:, None]
     try:
