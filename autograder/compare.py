@@ -2,7 +2,7 @@
 
 ``compare_outputs`` says, in one sentence, the first way an output differs (its form, a
 shape with the case's axis names, a dtype, NaN, the largest error), or returns None when it
-matches within the case's tolerance. Used only through ``scoring.py``, by both graders.
+matches within the case's tolerance. Used only through ``scoring/``, by both graders.
 """
 from __future__ import annotations
 

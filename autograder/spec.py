@@ -74,7 +74,7 @@ class Case:
     ``"<exercise id>: <name>"``. ``weight`` is its share of the exercise's points (the
     exercise's cases are normalised to sum to its points). ``inputs`` is plain data passed to
     the driver as keyword arguments. ``rtol``/``atol`` are the tolerances for comparing with
-    the reference; ``properties`` names extra property checks of ``scoring.py`` (e.g.
+    the reference; ``properties`` names extra property checks of ``scoring/properties.py`` (e.g.
     ``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``).
     """
 
@@ -204,4 +204,4 @@ class CaseError:
 # outputs itself (drivers run in the grader's process against ``solutions``), compares with
 # the stated tolerances, checks the properties, and on a mismatch runs the exercise's known
 # bugs to name the likely cause. Comparing, statuses and the words of the feedback are
-# ``scoring.py``'s, shared with the learner's self-check.
+# ``scoring/``'s, shared with the learner's self-check.
