@@ -194,6 +194,8 @@ def test_every_ladder_rung_has_cases_and_starts_at_the_simplest():
 
 def test_case_results_are_the_same_for_points_formatting():
     assert (scoring.points(7.0), scoring.points(3.4285714)) == ("7", "3.43")
+    # The one rounding rule (halves up from the number as printed), no trailing zeros, no "-0".
+    assert [scoring.points(x) for x in (3.5, 2.675, 10.0, 0.0, -1e-12)] == ["3.5", "2.68", "10", "0", "0"]
     assert isinstance(Case("x", "call", {}).rung, int)
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..inert import spreadsheet
-from ..scoring import round_points, shown_total
+from ..scoring import points, round_points, shown_total
 from ..spec import POINTS
 from . import controls, files, gradebook
-from .gradebook import points
 
 
 def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:

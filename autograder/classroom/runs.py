@@ -92,7 +92,7 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
     ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
     from datetime import datetime, timezone
 
-    from .gradebook import points
+    from ..scoring import points
 
     out = Path(out)
     try:

@@ -1,5 +1,5 @@
 """Points as every reader sees them: the one rounding rule of every file that shows points
-and the one way of writing them. No NumPy here: the learner's
+and the one way of writing them (``7``, ``3.5``, ``3.43``). No NumPy here: the learner's
 ``check()`` formats its verdict with :func:`points` too."""
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from decimal import ROUND_HALF_UP, Decimal
 
 
 def points(x: float) -> str:
-    """Points as a report shows them: ``7`` or ``3.43``."""
-    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+    """Points as every reader sees them (the terminal, check(), Gradescope, the gradebook, the
+    feedback files): :func:`round_points` of ``x``, without trailing zeros: ``7``, ``3.5``,
+    ``3.43``. So a number reads the same wherever it is shown, and as the files hold it."""
+    return f"{round_points(x):.2f}".rstrip("0").rstrip(".")
 
 
 def round_points(x: float, places: int = 2) -> float:
