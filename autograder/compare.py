@@ -2,7 +2,7 @@
 
 ``compare_outputs`` says, in one sentence, the first way an output differs (its form, a
 shape with the case's axis names, a dtype, NaN, the largest error), or returns None when it
-matches within the case's tolerance. Used only through ``scoring.py``, by both graders.
+matches within the case's tolerance. Used only through ``scoring/``, by both graders.
 """
 from __future__ import annotations
 
@@ -31,19 +31,21 @@ def _shape_hint(got, expected):
     return ": axes swapped or transposed?" if sorted(got) == sorted(expected) else ""
 
 
-def _index(flat, shape):
+def array_index(flat, shape):
+    """The position of flat index ``flat`` in an array of ``shape``, as a tuple of ints."""
     return tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
 def _where(flat, shape, sizes):
     """``index (0, 2)``, or ``layer 0, head 2`` for a (layers, heads) table of head scores."""
-    at = _index(flat, shape)
+    at = array_index(flat, shape)
     if sizes and set(sizes) == {"layers", "heads"} and len(at) == 2:
         return f"layer {at[0]}, head {at[1]}"
     return f"index {at}"
 
 
-def _fmt(x):
+def number(x):
+    """A value as a message shows it: a float to six significant digits."""
     return f"{x:.6g}" if isinstance(x, (float, np.floating)) else str(x)
 
 
@@ -67,7 +69,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
             return f"{name} has dtype {got.dtype}, expected a boolean mask (True = may attend)"
         wrong = np.flatnonzero(got != expected)
         if wrong.size:
-            at = _index(wrong[0], got.shape)
+            at = array_index(wrong[0], got.shape)
             return (f"{name} is wrong at {wrong.size} of {got.size} entries, first at index {at}: "
                     f"got {bool(got[at])}, expected {bool(expected[at])}")
         return None
@@ -84,7 +86,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
         bad = np.flatnonzero(bad & ~same_special)
         if bad.size:
             return (f"{name} has {label} at {bad.size} of {g.size} entries, first at index "
-                    f"{_index(bad[0], g.shape)} (expected {_fmt(e.flat[bad[0]])})")
+                    f"{array_index(bad[0], g.shape)} (expected {number(e.flat[bad[0]])})")
     with np.errstate(invalid="ignore", over="ignore"):
         # Where only the expected value is NaN/inf the error counts as infinite.
         err = np.where(same_special, 0.0, np.where(np.isfinite(e), np.abs(g - e), np.inf))
@@ -92,8 +94,8 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
     if bad.any():
         worst = int(np.argmax(np.where(bad, err, -1.0)))
         return (f"{name} differs from the reference at {int(bad.sum())} of {g.size} entries; the largest "
-                f"error is {_fmt(err.flat[worst])} at {_where(worst, g.shape, sizes)} (got {_fmt(g.flat[worst])}, expected "
-                f"{_fmt(e.flat[worst])}; tolerance rtol={rtol:g}, atol={atol:g})")
+                f"error is {number(err.flat[worst])} at {_where(worst, g.shape, sizes)} (got {number(g.flat[worst])}, expected "
+                f"{number(e.flat[worst])}; tolerance rtol={rtol:g}, atol={atol:g})")
     return None
 
 

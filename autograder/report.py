@@ -71,10 +71,10 @@ def table(report: Report, *, width: int | None = None):
     t.add_column("feedback", overflow="fold")
     shown, total = report.shown()
     for r, score in zip(report.exercises, shown):
-        t.add_row(Text(r.id), f"{_points(score)}/{_points(r.max_score)}",
+        t.add_row(Text(r.id), f"{points(score)}/{points(r.max_score)}",
                   Text(r.status, style=STYLE.get(r.status, "")), Text(feedback(r)))
     t.add_section()
-    t.add_row(Text("total", style="bold"), Text(f"{_points(total)}/{_points(report.max_score)}",
+    t.add_row(Text("total", style="bold"), Text(f"{points(total)}/{points(report.max_score)}",
                                                 style="bold"), "", "")
     return t
 
@@ -112,14 +112,15 @@ def print_rows(report: Report, console) -> None:
     console.print(f"mha-grade: {report.submission}", soft_wrap=True)
     name_width = max([len(r.id) for r in report.exercises] + [len("total")])
     width = max(console.width - 4, 20)
-    for r in report.exercises:
-        line = Text(f"{r.id:<{name_width}}  {_points(r.score) + '/' + _points(r.max_score):>8}  ")
+    shown, total = report.shown()
+    for r, score in zip(report.exercises, shown):
+        line = Text(f"{r.id:<{name_width}}  {points(score) + '/' + points(r.max_score):>8}  ")
         line.append(r.status, style=STYLE.get(r.status, ""))
         console.print(line, soft_wrap=True)
         for paragraph in feedback(r).splitlines():
             for row in textwrap.wrap(paragraph, width, break_long_words=False, break_on_hyphens=False):
                 console.print("    " + row, soft_wrap=True, markup=False, highlight=False)
-    total = f"{_points(report.score)}/{_points(report.max_score)}"
+    total = f"{points(total)}/{points(report.max_score)}"
     console.print(Text(f"{'total':<{name_width}}  {total:>8}", style="bold"), soft_wrap=True)
 
 
@@ -160,9 +161,6 @@ def _confinement() -> dict:
     from .isolation.confine import status
 
     return status()
-
-
-_points = points  # how scores read, in one place (scoring.points)
 
 
 # ------------------------------------------------------------------------------ files

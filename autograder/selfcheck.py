@@ -128,28 +128,18 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
     """The learner's outputs on the stored cases, from a confined child (as the grader does)."""
     from .isolation import exchange
 
-    cases = data["cases"]
+    cases, timeouts = data["cases"], [c["timeout"] for c in data["cases"]]
     child = zygote.launch()
-    job = {"exercise": data["id"], "module": data["module"], "sources": sources, "proxies": {},
-           "cases": [[c["driver"], c["inputs"]] for c in cases], "memory_mb": data["memory_mb"],
-           "cpu_seconds": data["timeout"] + 1, "workdir": scratch}
-    child.start(job)
+    child.start(exchange.job(data["id"], data["module"], sources, [(c["driver"], c["inputs"]) for c in cases],
+                             data["memory_mb"], data["timeout"], workdir=scratch))
+    deadline = time.monotonic() + data["timeout"]
     try:
-        outputs, ended = child.collect(len(cases), time.monotonic() + data["timeout"],
-                                       lambda *a: b"",  # no proxies: nothing to answer
-                                       case_cpu=data.get("case_cpu"))
+        outputs, ended = child.collect(len(cases), deadline, lambda *a: b"",  # no proxies: nothing to answer
+                                       timeouts, data.get("case_cpu"))
     finally:
         status = zygote.finish(child)
-    if ended == "timeout":
-        missing = CaseError("timeout", f"no result within {data['timeout']:g} s "
-                                       "(an infinite loop, or far too slow)")
-    elif ended in ("cpu", "import_cpu"):
-        missing = exchange.over_cpu(ended, data["case_cpu"], data["module"])
-    elif ended == "closed":
-        missing = exchange.describe_exit(status)
-    else:
-        missing = CaseError("garbage", "no result for this case")
-    return [missing if o is None else o for o in outputs]
+    return exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
+                           case_cpu=data.get("case_cpu"), case_timeouts=timeouts)
 
 
 def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=None):

@@ -30,6 +30,12 @@ class ExerciseInfo:
     module: str
     chapter: int
     points: int
+    # Where the property checks (``scoring``) find the mask of a case that calls this function:
+    # its position among the arguments when it is not passed by name (masked_softmax(scores,
+    # mask)), and whether it is a layer's mask, (B, Lq, Lk) shared by the heads of weights
+    # (B, H, Lq, Lk). Declared here so that the shared judge names no exercise.
+    mask_position: int | None = None
+    heads_share_mask: bool = False
 
 
 # The one list of exercises, in course order: every other list of exercise ids (the checks'
@@ -37,9 +43,9 @@ class ExerciseInfo:
 # tested against it. The points total 100.
 COURSE = tuple(ExerciseInfo(*row) for row in (
     ("softmax", "attention", 1, 5), ("scaled_dot_product_attention", "attention", 1, 7),
-    ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 7),
+    ("padding_mask", "masking", 2, 4), ("causal_mask", "masking", 2, 4), ("masked_softmax", "masking", 2, 7, 1),
     ("split_heads", "heads", 3, 4), ("merge_heads", "heads", 3, 4),
-    ("multi_head_attention", "layer", 4, 7), ("parameter_count", "layer", 4, 3),
+    ("multi_head_attention", "layer", 4, 7, None, True), ("parameter_count", "layer", 4, 3),
     ("MultiHeadAttention", "layer", 4, 9),
     ("attention_entropy", "analysis", 5, 3),
     ("head_importance", "pruning", 6, 7), ("prune_heads", "pruning", 6, 7),
@@ -48,6 +54,7 @@ COURSE = tuple(ExerciseInfo(*row) for row in (
     ("sinusoidal_positions", "language_model", 8, 2), ("apply_rope", "language_model", 8, 3),
     ("generate", "language_model", 8, 3), ("induction_score", "language_model", 8, 2),
 ))
+INFO = {e.id: e for e in COURSE}
 POINTS = {e.id: e.points for e in COURSE}
 MODULE_OF = {e.id: e.module for e in COURSE}
 assert sum(POINTS.values()) == 100
@@ -67,7 +74,7 @@ class Case:
     ``"<exercise id>: <name>"``. ``weight`` is its share of the exercise's points (the
     exercise's cases are normalised to sum to its points). ``inputs`` is plain data passed to
     the driver as keyword arguments. ``rtol``/``atol`` are the tolerances for comparing with
-    the reference; ``properties`` names extra property checks of ``scoring.py`` (e.g.
+    the reference; ``properties`` names extra property checks of ``scoring/properties.py`` (e.g.
     ``"rows_sum_to_one"``, ``"masked_exactly_zero"``, ``"inputs_unchanged"``).
     """
 
@@ -197,4 +204,4 @@ class CaseError:
 # outputs itself (drivers run in the grader's process against ``solutions``), compares with
 # the stated tolerances, checks the properties, and on a mismatch runs the exercise's known
 # bugs to name the likely cause. Comparing, statuses and the words of the feedback are
-# ``scoring.py``'s, shared with the learner's self-check.
+# ``scoring/``'s, shared with the learner's self-check.

@@ -157,12 +157,14 @@ def verdict(report: dict, blocked: bool = False) -> str:
 
     ``blocked``: the package cannot be imported (a module the exercise's imports does not
     compile), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
+    from autograder.scoring.rounding import points  # how every reader sees points
+
     lines = []
     for r in report["exercises"]:
         mark = "✔" if r["status"] == "passed" and not blocked else "✘"
         n = len(r["cases"])
         passed = sum(c["passed"] for c in r["cases"])
-        lines.append(f"{mark} {r['id']}: {_points(r['score'])}/{_points(r['max_score'])} points, "
+        lines.append(f"{mark} {r['id']}: {points(r['score'])}/{points(r['max_score'])} points, "
                      f"{r['status']} ({passed} of {n} checks passed)")
         if r["status"] == "not attempted" and r["cases"]:  # one reason for every check
             lines.append(_wrap(r["cases"][0]["feedback"], "   "))
@@ -205,7 +207,3 @@ def _shown(text) -> str:
     sequence or a bidi override in it is printed as ``\\x1b``, ``\\u202e``, never acted on.
     (The grader's verdicts come inert already: ``autograder/inert.py``.)"""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[:2000])
-
-
-def _points(x: float) -> str:
-    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"

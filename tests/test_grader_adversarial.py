@@ -372,3 +372,34 @@ def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypat
     assert r.status == "timed out" and r.score == 0
     assert "this case's 1 s" in r.cases[0].feedback
     assert time.monotonic() - t0 < softmax.timeout
+
+
+@pytest.mark.parametrize("hostile, case_timeout", [("sleep_forever", None), ("sleep_forever", 1.0), ("infinite_loop", None),
+                                                   ("memory_bomb", None), ("os_exit_in_function", None)])
+def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path, monkeypatch, hostile, case_timeout):
+    """One wording of how a child ended (isolation/exchange.py:settle), whichever path ran it:
+    mha-grade's runner on the hidden cases, the learner's self-check on stored public cases."""
+    import dataclasses
+
+    from autograder import selfcheck
+    from autograder.grading import judge
+    from autograder.grading.exercises import draw
+
+    # A short wall limit of the exercise's own, the same for both paths (sleep_forever meets it),
+    # or a shorter one of each case's.
+    original = EXERCISES["softmax"]
+    softmax = dataclasses.replace(original, timeout=TIME_LIMIT, cases=lambda rng: [
+        dataclasses.replace(c, timeout=case_timeout) for c in original.cases(rng)])
+    monkeypatch.setitem(EXERCISES, "softmax", softmax)
+    cases = draw.public_cases(softmax)
+    selfcheck.store(softmax, cases, [judge.reference_output(c) for c in cases], [{} for _ in cases],
+                    tmp_path / "public")
+    sub = submission(tmp_path, "attention", hostile)
+    graded = runner.grade_submission(sub, exercises=["softmax"], zygote=zygote).exercises[0]
+    checked = selfcheck.check_submission(sub, ["softmax"], directory=tmp_path / "public", zygote=zygote).exercises[0]
+    said = {c.feedback for c in graded.cases}
+    assert len(said) == 1 and not graded.cases[0].passed, said  # every case ended the same way
+    assert {c.feedback for c in checked.cases} == said
+    assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)
+    if case_timeout:
+        assert "this case's 1 s" in said.pop()

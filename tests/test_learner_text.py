@@ -90,6 +90,20 @@ def test_shown_points_parts_add_up_to_the_total():
     assert total == 56.61 and f"{sum(parts):.2f}" == "56.61"
 
 
+def test_every_writer_writes_points_one_way():
+    """One formatter (scoring.points) for the terminal, check(), Gradescope and the class files:
+    2.675 of 3.5 points reads "2.68/3.5" in each (the one rounding rule, no trailing zero)."""
+    from autograder import report, scoring
+    from autograder.classroom import classfiles, feedback, gradebook
+    from mha_exercises.check import verdict
+
+    writers = (report, gradescope, gradebook, classfiles, feedback)
+    assert all(w.points is scoring.points for w in writers), [w.__name__ for w in writers]
+    result = {"id": "softmax", "score": 2.675, "max_score": 3.5, "status": "partial", "cases": [], "feedback": "",
+              "notes": []}
+    assert "softmax: 2.68/3.5 points" in verdict({"exercises": [result]})
+
+
 def test_a_failing_case_keeps_its_cause_in_parts():
     """What the visible output may show (the type, file, line) apart from the learner's words."""
     from autograder.scoring import cause_parts

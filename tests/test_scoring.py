@@ -19,7 +19,7 @@ import pytest
 from autograder import scoring, selfcheck
 from autograder.grading import judge, reference
 from autograder.grading.exercises import EXERCISES, draw
-from autograder.spec import Case, CaseError
+from autograder.spec import COURSE, Case, CaseError
 
 LIBRARY = Path(__file__).parent / "wrong_implementations"
 GRADING_SEEDS = range(50)
@@ -194,6 +194,8 @@ def test_every_ladder_rung_has_cases_and_starts_at_the_simplest():
 
 def test_case_results_are_the_same_for_points_formatting():
     assert (scoring.points(7.0), scoring.points(3.4285714)) == ("7", "3.43")
+    # The one rounding rule (halves up from the number as printed), no trailing zeros, no "-0".
+    assert [scoring.points(x) for x in (3.5, 2.675, 10.0, 0.0, -1e-12)] == ["3.5", "2.68", "10", "0", "0"]
     assert isinstance(Case("x", "call", {}).rung, int)
 
 
@@ -214,6 +216,24 @@ def test_mask_messages_hold_for_their_case(exercise_id):
                     assert mask is not None and not mask.all(), (case.name, verdict.feedback)
                 if "fully masked row" in verdict.feedback:
                     assert mask is not None and (~mask).all(-1).any(), (case.name, verdict.feedback)
+
+
+def test_the_mask_of_a_call_is_where_its_exercise_declares_it():
+    """masked_softmax's positional mask and multi_head_attention's (B, Lq, Lk) mask shared by the
+    heads come from the exercises' declarations (spec.COURSE): the shared judge names neither."""
+    mask = np.array([[True, False]])
+    positional = Case("m", "call", {"function": "masked_softmax", "args": [np.zeros((1, 2)), mask]})
+    assert scoring.case_mask(positional, (1, 2)).tolist() == [[True, False]]
+    undeclared = Case("s", "call", {"function": "softmax", "args": [np.zeros((1, 2)), mask]})
+    assert scoring.case_mask(undeclared, (1, 2)) is None
+    per_batch = np.array([[[True, False], [True, True]], [[False, True], [True, False]]])  # (B=2, Lq, Lk)
+    layer = Case("l", "call", {"function": "multi_head_attention", "kwargs": {"mask": per_batch}})
+    widened = scoring.case_mask(layer, (2, 3, 2, 2))  # (B, H, Lq, Lk): each head has its batch's mask
+    assert all((widened[b, h] == per_batch[b]).all() for b in range(2) for h in range(3))
+    ids = [e.id for e in COURSE]
+    source = Path(scoring.__file__)  # the module, or the package's folder
+    judge_text = "".join(p.read_text() for p in (source.parent.glob("*.py") if source.stem == "__init__" else [source]))
+    assert not [i for i in ids if f'"{i}"' in judge_text]
 
 
 def test_an_exception_names_the_learner_s_line_or_the_harness():

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..inert import spreadsheet
-from ..scoring import round_points, shown_total
+from ..scoring import points, round_points, shown_total
 from ..spec import POINTS
 from . import controls, files, gradebook
-from .gradebook import points
 
 
 def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
@@ -104,7 +103,7 @@ def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], ass
     hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
     for row in rows:
         text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
-        md, html = (out / "feedback" / f"{_file_name(row['id'])}{suffix}" for suffix in (".md", ".html"))
+        md, html = (out / "feedback" / f"{file_name(row['id'])}{suffix}" for suffix in (".md", ".html"))
         if html.exists() and _holds(md, text):
             continue  # unchanged since the last run: its page is too (rendering all is most of a rerun)
         # The page first: a run stopped between the two leaves an .md that differs, redone next time.
@@ -135,5 +134,5 @@ def write_anonymous(out: Path, rows: list[dict], result, seed: int, stats) -> No
         files.write_atomic(out / "anonymous" / "similarity.md", sim.clusters_markdown(result.similarity, rename))
 
 
-def _file_name(learner: str) -> str:
+def file_name(learner: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in learner) or "_"

@@ -116,6 +116,6 @@ def read_adjustments(path: Path, ids: dict[str, str], exercises) -> list[Adjustm
 
 
 def signed(x: float) -> str:
-    from .gradebook import points
+    from ..scoring import points
 
     return ("+" if x >= 0 else "-") + points(abs(x))

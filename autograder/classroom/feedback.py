@@ -13,8 +13,8 @@ import html
 import re
 
 from ..inert import markdown
+from ..scoring import points
 from .controls import signed
-from .gradebook import points
 
 
 def _cell(text: str) -> str:

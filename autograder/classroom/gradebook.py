@@ -29,13 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..scoring import round_points
-
-
-def points(x: float) -> str:
-    """Points as the class files show them (a gradebook cell, a feedback line): ``3.5``, ``7``;
-    rounded by the one rule of every file (:func:`autograder.scoring.round_points`)."""
-    return f"{round_points(x):.2f}".rstrip("0").rstrip(".")
+from ..scoring import points, round_points
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 DAY = 86400.0

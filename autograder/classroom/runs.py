@@ -63,10 +63,10 @@ def record(out: Path, ready) -> None:
 
 def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str]:
     """Move the feedback and reports of learners not in this run to ``stale/``; say so."""
-    from .classfiles import _file_name
+    from .classfiles import file_name
 
     out = Path(out)
-    keep = {"feedback": {_file_name(r["id"]) + ext for r in rows for ext in (".md", ".html")},
+    keep = {"feedback": {file_name(r["id"]) + ext for r in rows for ext in (".md", ".html")},
             "reports": {f"{name}.json" for name in submissions}}
     moved = []
     for folder, names in keep.items():
@@ -92,7 +92,7 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
     ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
     from datetime import datetime, timezone
 
-    from .gradebook import points
+    from ..scoring import points
 
     out = Path(out)
     try:

@@ -202,12 +202,8 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
         return _Running(exercise, cases, None, timeout, proxies, early)
-    job = {
-        "exercise": exercise.id, "module": exercise.module, "sources": submission.sources,
-        "proxies": proxies, "cases": [[c.driver, c.inputs] for c in cases],
-        "memory_mb": exercise.memory_mb, "cpu_seconds": timeout + 1,
-    }
-    child = start(job)
+    child = start(exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
+                               exercise.memory_mb, timeout, proxies))
     cpu = child.cpu_seconds()
     cache.warm(exercise, seed, cases)  # reference outputs from disk, or computed while the child runs
     return _Running(exercise, cases, child, timeout, proxies, cpu=cpu)
@@ -232,29 +228,9 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
         else:
             status = zygote.finish(run.child)
             run.refused_tasks = getattr(run.child, "refused_tasks", 0)
-    if ended == "timeout":
-        pending = next(c for c, o in zip(run.cases, outputs) if o is None)
-        if time.monotonic() < deadline and pending.timeout is not None:  # the case's own limit
-            why = f"no result within this case's {pending.timeout:g} s (an infinite loop, or far too slow)"
-        elif deadline < run_deadline:
-            why = f"no result within {run.timeout:g} s (an infinite loop, or far too slow)"
-        else:
-            why = "the run's time budget ran out during this exercise"
-        missing = CaseError("timeout", why)
-    elif ended in ("cpu", "import_cpu"):
-        missing = exchange.over_cpu(ended, run.exercise.case_cpu, run.exercise.module)
-    elif ended == "garbage":
-        missing = CaseError("garbage", "the process running your code sent a malformed message")
-    elif ended == "oversize":
-        missing = CaseError("garbage", f"the process running your code sent more than "
-                                       f"{exchange.MAX_EXERCISE_BYTES // 2**20} MB, or more than "
-                                       f"{exchange.MAX_EXERCISE_FRAMES} messages, for this exercise; "
-                                       "the grader read no more of it")
-    elif ended == "closed":
-        missing = exchange.describe_exit(status)
-    else:
-        missing = CaseError("garbage", "no result for this case")
-    return [missing if o is None else o for o in outputs]
+    return exchange.settle(outputs, ended, status, module=run.exercise.module, seconds=run.timeout, deadline=deadline,
+                           case_cpu=run.exercise.case_cpu, case_timeouts=[c.timeout for c in run.cases],
+                           run_deadline=run_deadline)
 
 
 def _proxies(exercise: Exercise) -> dict[str, str]:

@@ -148,6 +148,51 @@ def _case_error(error) -> CaseError:
     return CaseError("garbage", "the learner's process sent a malformed error")
 
 
+def job(exercise: str, module: str, sources: dict[str, str], cases: list, memory_mb: int, seconds: float,
+        proxies: dict[str, str] | None = None, workdir: str = "") -> dict:
+    """What :meth:`Child.start` sends, for the grader and the self-check alike: the exercise's
+    ``cases`` (``(driver, inputs)`` each) on the learner's ``sources``, under ``memory_mb`` and
+    a CPU limit a second past the exercise's ``seconds`` (the wall limit ends it first)."""
+    return {"exercise": exercise, "module": module, "sources": sources, "proxies": dict(proxies or {}),
+            "cases": [[driver, inputs] for driver, inputs in cases], "memory_mb": memory_mb,
+            "cpu_seconds": seconds + 1, "workdir": workdir}
+
+
+def settle(outputs: list, ended: str | None, status: int | None, *, module: str, seconds: float, deadline: float,
+           case_cpu: float | None = None, case_timeouts: list | None = None,
+           run_deadline: float | None = None) -> list:
+    """Every case's output or CaseError once :meth:`Child.collect` returned ``outputs`` and
+    ``ended``: the cases without a result get the error of how the exchange ended, in the same
+    words for the grader and the self-check. ``status``: the child's wait status once reaped;
+    ``seconds``: the exercise's time limit, ``deadline`` when it ran out; ``case_timeouts``
+    as given to ``collect``; ``run_deadline``: when the grader's budget for the whole run did."""
+    if all(o is not None for o in outputs):
+        return list(outputs)
+    if ended == "timeout":
+        pending = next(i for i, o in enumerate(outputs) if o is None)
+        own = case_timeouts[pending] if case_timeouts else None
+        if own is not None and time.monotonic() < deadline:  # the case's own limit
+            why = f"no result within this case's {own:g} s (an infinite loop, or far too slow)"
+        elif run_deadline is None or deadline < run_deadline:
+            why = f"no result within {seconds:g} s (an infinite loop, or far too slow)"
+        else:
+            why = "the run's time budget ran out during this exercise"
+        missing = CaseError("timeout", why)
+    elif ended in ("cpu", "import_cpu"):
+        missing = over_cpu(ended, case_cpu, module)
+    elif ended == "garbage":
+        missing = CaseError("garbage", "the process running your code sent a malformed message")
+    elif ended == "oversize":
+        missing = CaseError("garbage", f"the process running your code sent more than {MAX_EXERCISE_BYTES // 2**20} "
+                                       f"MB, or more than {MAX_EXERCISE_FRAMES} messages, for this exercise; "
+                                       "the grader read no more of it")
+    elif ended == "closed":
+        missing = describe_exit(status)
+    else:  # "done" with cases left out
+        missing = CaseError("garbage", "no result for this case")
+    return [missing if o is None else o for o in outputs]
+
+
 def over_cpu(ended: str, case_cpu: float, module: str) -> CaseError:
     """The error of the cases left when the exchange ended on CPU time (``"cpu"``, ``"import_cpu"``)."""
     if ended == "import_cpu":

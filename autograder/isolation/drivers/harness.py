@@ -13,7 +13,7 @@ must not spell out the chapters' answers, such as splitting and merging the head
 from __future__ import annotations
 
 
-def _nn():
+def torch_nn():
     import torch
     from torch import nn
 
@@ -32,7 +32,7 @@ def _unfilled_linear():
     right after (:func:`harness_digits` with a ``state``): the initialisation is half the cost
     of building the lab model, which chapter 6's checks do once per case."""
     if "unfilled" not in _CLASSES:
-        _, nn = _nn()
+        _, nn = torch_nn()
 
         class Linear(nn.Linear):
             def reset_parameters(self):
@@ -48,7 +48,7 @@ _CLASSES = {}
 def _harness_attention_class():
     if "attention" in _CLASSES:
         return _CLASSES["attention"]
-    torch, nn = _nn()
+    torch, nn = torch_nn()
     F = torch.nn.functional
 
     class Attention(nn.Module):
@@ -112,7 +112,7 @@ def harness_digits(config, state=None):
     """The lab model (``lab.digits.DigitsTransformer``) with :func:`HarnessAttention`; with
     ``state`` (parameter name -> array, every parameter of the model), its parameters are copies
     of those arrays instead of torch's random initialisation."""
-    torch, nn = _nn()
+    torch, nn = torch_nn()
     d, heads, d_ff = config["d_model"], config["num_heads"], config["d_ff"]
     linear = nn.Linear if state is None else _unfilled_linear()
 
@@ -155,7 +155,7 @@ def fill(model, state):
     """Copy ``state`` (parameter name -> array) into every parameter of ``model`` (which has no
     buffers), as a strict ``load_state_dict`` does (same names, same shapes: no broadcasting,
     the model's dtype kept), without its walk of every module. Returns ``model``."""
-    torch, _ = _nn()
+    torch, _ = torch_nn()
     params = dict(model.named_parameters())
     if set(params) != set(state):
         raise KeyError(f"the state misses {sorted(set(params) - set(state))} and has unexpected "

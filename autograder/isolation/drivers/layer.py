@@ -13,7 +13,7 @@ from .core import describe_result, plain
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 
-def _param_shapes(layer):
+def param_shapes(layer):
     """``{"W_q.weight": [out, in], "W_q.bias": [out] or None, ...}`` of the learner's layer."""
     shapes = {}
     for name in LINEARS:
@@ -32,7 +32,7 @@ def _build_layer(ns, config, state, dtype):
     cls = ns.module("layer").MultiHeadAttention
     layer = cls(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"), vdim=config.get("vdim"),
                 bias=config.get("bias", True), dropout=config.get("dropout", 0.0))
-    shapes = _param_shapes(layer)
+    shapes = param_shapes(layer)
     expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
     data = {"param_shapes": shapes, "num_heads": plain(getattr(layer, "num_heads", None))[0],
             "head_dim": plain(getattr(layer, "head_dim", None))[0]}
@@ -147,7 +147,7 @@ def mha_from_torch(ns, config, torch_state, query, key, value, mask=None, dtype=
     ref.load_state_dict({k: torch.from_numpy(np.array(a)).to(getattr(torch, dtype)) for k, a in torch_state.items()})
     ref.eval()
     layer = ns.module("layer").MultiHeadAttention.from_torch(ref)
-    data = {"param_shapes": _param_shapes(layer)}
+    data = {"param_shapes": param_shapes(layer)}
     layer.eval()
     q, k, v, m = (_tensor(x, dtype) for x in (query, key, value, mask))
     with torch.no_grad():
@@ -191,7 +191,7 @@ def gqa_forward(ns, config, state, x, mask=None, causal=False, past=None, dtype=
     torch.manual_seed(0)
     cls = ns.module("efficient").GroupedQueryAttention
     layer = cls(*(config[k] for k in GQA_CONFIG), bias=config.get("bias", True))
-    shapes = _param_shapes(layer)
+    shapes = param_shapes(layer)
     expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
     data = {"param_shapes": shapes, **{k: plain(getattr(layer, k, None))[0] for k in
                                        ("num_heads", "num_kv_heads", "head_dim")}}

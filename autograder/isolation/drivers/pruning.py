@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import describe_result, plain
-from .harness import HarnessAttention, _nn, fill, harness_digits
-from .layer import _param_shapes
+from .harness import HarnessAttention, fill, harness_digits, torch_nn
+from .layer import param_shapes
 
 
 def _snapshot(model):
@@ -25,7 +25,7 @@ def importance_run(ns, config, state, x, y, batch_size, normalize=True, head_mas
     batches of ``batch_size`` (the last one smaller, so that weighting by batch size shows).
     """
 
-    torch, _ = _nn()
+    torch, _ = torch_nn()
     model = harness_digits(config, state).train(train_mode)
     before = _snapshot(model)
     x, y = torch.from_numpy(np.array(x)), torch.from_numpy(np.array(y))
@@ -58,7 +58,7 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
     harness's forward pass fails on the pruned layer, ``_harness`` says so (the structure
     above says why).
     """
-    torch, _ = _nn()
+    torch, _ = torch_nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
                              vdim=config.get("vdim"), bias=config.get("bias", True))
     layer = fill(layer.to(getattr(torch, dtype)), state).eval()
@@ -76,7 +76,7 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
             break
     data["param_dtypes"] = {name: str(getattr(p, "dtype", "?")).replace("torch.", "")
                             for name, p in _named_tensors(layer)}
-    data["param_shapes"] = _param_shapes(layer)
+    data["param_shapes"] = param_shapes(layer)
     data["num_heads"] = plain(getattr(layer, "num_heads", None))[0]
     removed = getattr(layer, "pruned_heads", None)
     try:

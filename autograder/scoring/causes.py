@@ -1,0 +1,115 @@
+"""What makes a failing case fail, in words: a CaseError as the learner reads it
+(:func:`error_feedback`), the cause that groups failing cases (:func:`cause`), and the same
+as parts a writer can show apart (:func:`cause_parts`)."""
+from __future__ import annotations
+
+import re
+
+from ..spec import CaseError, CaseResult
+
+# What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
+# exception: "ValueError: message (attention.py, line 12)").
+ERROR_FEEDBACK = {
+    "not_implemented": "not attempted: the stub still raises NotImplementedError",
+    "missing": "not attempted: {}",
+    "import": "not graded: your file does not import: {}",
+    "exception": "raised {}",
+    "timeout": "timed out: {}",
+    "memory": "ran out of memory: {}",
+    "crash": "the process running your code died: {}",
+    "garbage": "returned something that is not plain data: {}",
+    "harness": "the grader's harness failed before your code's result existed: {}",
+}
+
+
+def sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def error_feedback(error: CaseError) -> str:
+    """A CaseError in words; an exception without a message says so instead of showing ':  '."""
+    message = re.sub(r"^(\w+):\s*(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
+    if error.kind == "import":  # "masking.py: SyntaxError: ..." -> which file, then why
+        found = re.match(r"(\w+\.py): (.*)$", message, re.S)
+        if found:
+            return f"not graded: your file {found[1]} does not import: {found[2]}"
+    if error.kind == "exception":
+        rejected = _rejected_call(message)
+        if rejected:
+            return rejected
+    return ERROR_FEEDBACK.get(error.kind, error.kind + ": {}").format(message or "no details")
+
+
+def _rejected_call(message: str) -> str | None:
+    """A call of the learner's to a used exercise (answered by the reference) whose arguments it
+    cannot take, worded from the learner's side: what the call passed and what it lacks."""
+    found = re.match(r"RuntimeError: the reference (\w+) raised (.*?)(?: \((\w+\.py), line (\d+)(?:: (.*))?\))?$",
+                     message, re.S)
+    if not found:
+        return None
+    name, why, file, line, code = found.groups()
+    where = f" at {file} line {line}" + (f" (`{code}`)" if code else "") if file else ""
+    return f"your call to {name}{where} passed arguments it cannot take: {why}"
+
+
+# The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
+_KINDS = (("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
+          ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
+          ("sum to one", "rows"), ("modified in place", "inputs"), ("returned", "form"),
+          ("no gradient", "gradient"), ("expected an", "form"), ("could not run after your", "harness"))
+
+
+def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
+    """(key, text): what makes one failing case fail, the key shared by the cases with the same cause."""
+    if result.diagnosis:
+        return ("bug", result.diagnosis), sentence(result.diagnosis)
+    if error is not None:
+        if error.kind == "exception":  # the same exception type at the same line of the learner's code
+            where = re.search(r"\((\S+), line (\d+)", error.message or "")
+            return ("exception", (error.message or "").split(":")[0], where and where.groups()), result.feedback
+        return (error.kind,), result.feedback
+    first = reasons[0] if reasons else result.feedback
+    kind = next((k for words, k in _KINDS if words in first), "values")
+    return ("mismatch", kind, first.split(" ")[0]), first
+
+
+# A mismatch's kind (``_KINDS``) as an immediately visible output names it: in the grader's
+# words only, never a value of the case.
+MISMATCH_WORDS = {
+    "shape": "the output has the wrong shape", "dtype": "the output has the wrong dtype",
+    "NaN": "the output holds NaN", "inf": "the output holds inf",
+    "masked": "masked positions are not exactly 0", "empty rows": "fully masked rows are not all zeros",
+    "rows": "rows do not sum to one", "inputs": "an input was modified in place",
+    "form": "the output has the wrong form (type or number of values)",
+    "gradient": "no gradient reached an input or parameter", "values": "the values differ from the reference's",
+    "harness": "the grader's layer could not run on what your code returned",
+}
+# describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
+_WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")
+
+
+def cause_parts(error: CaseError | None, reasons: list[str]) -> dict:
+    """What makes a failing case fail, as parts (``CaseResult.cause``): for an error of the
+    learner's code its kind, exception type, file, line and message apart; for a wrong output
+    the kind of mismatch. A writer can then show the parts it may, and cut the learner's."""
+    if error is None:
+        first = reasons[0] if reasons else ""
+        return {"kind": "mismatch", "what": next((k for words, k in _KINDS if words in first), "values")}
+    parts: dict = {"kind": error.kind}
+    if error.kind not in ("exception", "import", "garbage"):
+        return parts  # the grader's own words (a timeout, a crash, the stub, a missing function)
+    text = error.message or ""
+    if error.kind == "import":
+        text = re.sub(r"^\w+\.py: ", "", text)
+    if error.kind != "garbage":
+        head, colon, rest = text.partition(": ")
+        if colon and head and " " not in head:
+            parts["type"], text = head, rest
+        elif re.match(r"\w+ \(", text):  # "SystemExit (exiting is not a result)"
+            parts["type"], text = text.split(" ", 1)
+        where = _WHERE.search(text)
+        if where:
+            parts["file"], parts["line"] = where.group(1), int(where.group(2))
+            text = text[:where.start()]
+    parts["text"] = text.strip()
+    return parts

@@ -1,0 +1,97 @@
+"""A case's properties (rows summing to one, masked keys exactly zero, dropout in training)
+and :func:`check_case`: the reasons a case fails, properties before value mismatches."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compare import array_index, compare_outputs, number
+from ..spec import INFO, Case
+
+
+def _probability_key(expected):
+    return "weights" if "weights" in expected else "out"
+
+
+def _label(key):
+    return "the result" if key == "out" else key
+
+
+def case_mask(case: Case, shape):
+    """The case's own mask broadcast to ``shape`` (the weights'), or None when it has none.
+
+    The mask is the ``mask`` input, or the called function's argument where its exercise
+    declares it (``spec.ExerciseInfo.mask_position``); a layer's 3-D mask ``(B, Lq, Lk)`` is
+    shared by the heads (a layer driver's, or ``ExerciseInfo.heads_share_mask``), so it gains
+    the head axis first."""
+    inputs = case.inputs
+    called = INFO.get(inputs.get("function"))
+    mask = inputs.get("kwargs", {}).get("mask", inputs.get("mask"))
+    if mask is None and called is not None and called.mask_position is not None:
+        mask = inputs["args"][called.mask_position]
+    if mask is None:
+        return None
+    mask = np.asarray(mask).astype(bool)
+    layer = case.driver.startswith("mha_") or (called is not None and called.heads_share_mask)
+    if layer and mask.ndim == 3 and len(shape) == 4:
+        mask = mask[:, None]
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        return None
+
+
+def _rows_sum_to_one(case, got, expected):
+    key = _probability_key(expected)
+    g, e = got.get(key), expected.get(key)
+    if not (isinstance(g, np.ndarray) and g.shape == e.shape and g.dtype.kind == "f"):
+        return None
+    axis = case.inputs.get("kwargs", {}).get("axis", -1)
+    sums, want = g.astype(np.float64).sum(axis), e.astype(np.float64).sum(axis)
+    bad = np.flatnonzero(~np.isclose(sums, want, rtol=0, atol=max(10 * case.rtol, 1e-6)))
+    if not bad.size:
+        return None
+    at = array_index(bad[0], sums.shape)
+    if want.flat[bad[0]] == 0:
+        return (f"the fully masked row of {_label(key)} at index {at} sums to {number(sums.flat[bad[0]])}, "
+                f"expected all zeros")
+    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {number(sums.flat[bad[0]])}"
+
+
+def _masked_exactly_zero(case, got, expected):
+    key = _probability_key(expected)
+    g = got.get(key)
+    if not isinstance(g, np.ndarray) or g.shape != getattr(expected.get(key), "shape", None):
+        return None
+    mask = case_mask(case, g.shape)
+    if mask is None:  # no mask in this case: nothing is masked
+        return None
+    bad = np.flatnonzero(~mask & (g != 0))
+    if not bad.size:
+        return None
+    at = array_index(bad[0], g.shape)
+    return f"{_label(key)} must be exactly 0 at masked keys: got {number(g.flat[bad[0]])} at index {at}"
+
+
+def _dropout_in_training(case, got, expected):
+    train, evaluated = got.get("_out_train"), got.get("out")
+    if isinstance(train, np.ndarray) and isinstance(evaluated, np.ndarray) and train.shape == evaluated.shape:
+        if np.allclose(train, evaluated):
+            return "in training mode the output equals the eval-mode output: dropout is not applied to the weights"
+    return None
+
+
+PROPERTIES = {
+    "rows_sum_to_one": _rows_sum_to_one,
+    "masked_exactly_zero": _masked_exactly_zero,
+    "dropout_in_training": _dropout_in_training,
+    "inputs_unchanged": lambda case, got, expected: None,  # compared with the outputs, see compare_outputs
+}
+
+
+def check_case(case: Case, got, expected) -> list[str]:
+    """The reasons a case fails, most telling first (properties before value mismatches)."""
+    if not isinstance(got, dict):
+        return [f"returned data of the wrong form ({type(got).__name__})"]
+    reasons = [m for m in (PROPERTIES[p](case, got, expected) for p in case.properties) if m]
+    message = compare_outputs(got, expected, case, check_inputs="inputs_unchanged" in case.properties)
+    return reasons + [message] if message else reasons

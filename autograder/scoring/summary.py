@@ -1,0 +1,135 @@
+"""An exercise's summary: every cause of its failing cases once, with how many cases it
+explains (:func:`sentences`), what minimal pairs of cases isolate (:func:`isolated`), how the
+parts fare (:func:`by_part`), facts about the learner's failing line (:func:`line_facts`) and
+the rungs of the case ladder climbed (:func:`climbed`)."""
+from __future__ import annotations
+
+import re
+
+from ..spec import Case, CaseError
+from .causes import sentence
+
+
+def _listed(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
+def _raised_at(error: CaseError | None) -> str | None:
+    """``ValueError at layer.py line 23 (`k = ...`)`` of an exception raised by the learner's line."""
+    if error is None or error.kind != "exception":
+        return None
+    found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d+)(?:: (.*))?\)$", error.message or "", re.S)
+    if not found:
+        return None
+    kind, file, line, code = found.groups()
+    return f"{kind} at {file} line {line}" + (f" (`{code}`)" if code else "")
+
+
+def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, named: set) -> list[str]:
+    """What minimal pairs show about the failing cases no known bug explains (``named``): for
+    each feature in which such a case differs from a passing case alone, a sentence naming it
+    (and the assumption, when the failing case raised at a line of the learner's). Without such
+    a pair, which features those failing cases share."""
+    features = [{k: v for k, v in (c.features or {}).items() if k != "part"} for c in cases]
+    failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
+    passing = [i for i, ok in enumerate(passed) if ok]
+    pairs: dict = {}  # feature -> [(passing case, failing case)], in the order found
+    for f in failing:
+        for p in passing:
+            if not features[f] or set(features[f]) != set(features[p]):
+                continue
+            differ = [k for k in features[f] if features[f][k] != features[p][k]]
+            if len(differ) == 1:
+                pairs.setdefault(differ[0], []).append((p, f))
+    if pairs:
+        out = []
+        for feature, found in list(pairs.items())[:3]:
+            p, f = found[0]
+            bad = features[f][feature]
+            # Every value of the feature that passes where this one fails, the rest alike.
+            good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found if features[g][feature] == bad)),
+                           "or")
+            hint = hints.get(bad) or hints.get(feature) or ""
+            raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
+            if raised:
+                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, while a case with {good}, other "
+                           f"features the same, passes ({cases[f].name!r} vs {cases[p].name!r})"
+                           + (f"; {hint}." if hint else "."))
+            else:
+                out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
+                           f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
+        return out
+    if not failing or not passing or not all(features[i] for i in failing):
+        return []
+    shared = [v for k, v in features[failing[0]].items()
+              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
+    if not shared:
+        return []
+    which = "Every failing case" if not named else "Every failing case no known bug above explains"
+    return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
+            f"failing case in a single feature, so these cases do not tell which one matters."]
+
+
+def by_part(cases: list[Case], passed: list[bool]) -> str:
+    """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
+    the learner's code they check (``features["part"]``), in the order first met."""
+    parts: dict = {}
+    for case, ok in zip(cases, passed):
+        if (case.features or {}).get("part"):
+            parts.setdefault(case.features["part"], []).append(ok)
+    if not parts or all(all(oks) for oks in parts.values()):
+        return ""
+    words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"
+             for part, oks in parts.items()]
+    return "By part: " + "; ".join(words) + "."
+
+
+# Facts about a construct on the line where the learner's code raised, true whatever the cause
+# (said after the crash, never as a diagnosis): (pattern in the quoted line, sentence).
+LINE_FACTS = (
+    (re.compile(r"\b(\w+)\.T\b"), "`{0}.T` reverses every axis of an array with more than two axes ((B, L, d) "
+                                    "becomes (d, L, B)); to swap the last two only, use np.swapaxes({0}, -1, -2) "
+                                    "({0}.transpose(-2, -1) in torch)"),
+)
+
+
+def line_facts(errors: list[CaseError]) -> list[str]:
+    facts = []
+    for error in errors:
+        found = re.search(r", line \d+: (.*)\)$", error.message or "", re.S)
+        for pattern, text in LINE_FACTS if found else ():
+            match = pattern.search(found[1])
+            if match and sentence(text.format(*match.groups())) + "." not in facts:
+                facts.append(sentence(text.format(*match.groups())) + ".")
+    return facts
+
+
+def sentences(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolated: list[str] | None,
+              by_part: str = "", facts: list[str] = ()) -> str:
+    """Every cause once, with how many failing cases it explains: the known bugs first (they name
+    the mistake), then crashes and mismatches, each the most frequent first; then what minimal
+    pairs of cases isolate (``isolated``; None when the cases have no features: then only which
+    rungs of the case ladder pass, never a cause)."""
+    groups: dict = {}
+    for key, text, name in failed:
+        groups.setdefault(key, [text, [], key[0] != "bug"])[1].append(name)
+    parts = []
+    for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
+        which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
+        parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
+    parts += list(facts)
+    if isolated is not None:
+        return " ".join(parts + isolated + ([by_part] if by_part else []))
+    rungs_passed = climbed(ladder, rungs)
+    return " ".join(parts + ([rungs_passed] if rungs_passed else []))
+
+
+def climbed(ladder, rungs: dict[int, list[bool]]) -> str:
+    """Which rungs of the case ladder pass, when every case of the simpler rungs passes and the
+    first failing case is on the next one (in the exercise's own words, no case's values, never a
+    cause: the failing cases may differ from the passing ones in more than the rung), else ""."""
+    first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
+    if not (0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad)):
+        return ""
+    passed = _listed([name for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
+    return f"Every case with {passed} passes; the failing ones are among those with {ladder[first_bad][0]}."
