@@ -1,4 +1,4 @@
-"""The judge: the expected outputs and the diagnoses; comparing and scoring are ``scoring.py``'s.
+"""The judge: the expected outputs and the diagnoses; comparing and scoring are ``scoring/``'s.
 
 Runs in the grader's process. For each case it runs the case's driver against the reference
 solutions (``reference.py``) for the expected output; on a mismatch it runs the exercise's

@@ -25,7 +25,7 @@ def _params(rng, dtype, E_q, E_k, E_v, H, d_k, d_v, E_out, bias=True):
     return params
 
 
-def _masks(rng, B, H, Lq, Lk):
+def layer_masks(rng, B, H, Lq, Lk):
     """The layer checks' masks: padding (B, 1, Lk), end-aligned causal (Lq, Lk), a (B, Lq, Lk)
     mask with a fully masked row in each sequence, and a 4-D per-head mask (B, H, Lq, Lk)."""
     padding = (np.arange(Lk) < rng.integers(1, Lk + 1, B)[:, None])[:, None, :]  # (B, 1, Lk)
@@ -64,8 +64,8 @@ def mha_function_cases(rng):
                          rung=rung, features=features)
 
     cross = dict(same_input=False, Lq=4, Lk=5, E_q=8, E_k=9, E_v=10, d_k=6, d_v=7, E_out=11, rung=1)
-    padding, _, empty_rows, _ = _masks(rng, B, H, 5, 5)
-    _, causal_, _, per_head = _masks(rng, B, H, 4, 5)
+    padding, _, empty_rows, _ = layer_masks(rng, B, H, 5, 5)
+    _, causal_, _, per_head = layer_masks(rng, B, H, 4, 5)
     return [
         case("self-attention, 3 heads, float64"),
         case("self-attention, one head", heads=1),

@@ -12,7 +12,7 @@ from solutions.layer import MultiHeadAttention as ReferenceLayer
 
 from ...spec import Case, Exercise
 from .cases import GRAD_TOLERANCE, TOLERANCE, randn
-from .layer import LAYER_PROPERTIES, _masks
+from .layer import LAYER_PROPERTIES, layer_masks
 
 # --- MultiHeadAttention (PyTorch) --------------------------------------------------------------
 
@@ -81,8 +81,8 @@ def layer_cases(rng):
         return Case(name=name, driver=driver, inputs=inputs, properties=properties, rung=_RUNGS[part],
                     features=features, **(tolerance or TOLERANCE[dtype]))
 
-    square_masks = _masks(rng, B, H, L, L)
-    padding, causal_, _, _ = _masks(rng, B, H, L, Lk)
+    square_masks = layer_masks(rng, B, H, L, L)
+    padding, causal_, _, _ = layer_masks(rng, B, H, L, Lk)
     head_mask = np.array([1.0, 0.0, 0.5])
     gradients = {"grad_out": randn(rng, (B, L, E)), "grad_weights": randn(rng, (B, H, L, L))}
     return [
