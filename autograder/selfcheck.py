@@ -124,8 +124,9 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 
 # --------------------------------------------------------------------------- running
 
-def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> list:
-    """The learner's outputs on the stored cases, from a confined child (as the grader does)."""
+def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_imported: dict | None = None) -> list:
+    """The learner's outputs on the stored cases, from a confined child (as the grader does);
+    ``not_imported`` gets the child's record of the modules that did not import."""
     from .isolation import exchange
 
     cases = data["cases"]
@@ -140,6 +141,8 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
                                        case_cpu=data.get("case_cpu"))
     finally:
         status = zygote.finish(child)
+    if not_imported is not None:
+        not_imported.update(child.not_imported)
     if ended == "timeout":
         missing = CaseError("timeout", f"no result within {data['timeout']:g} s "
                                        "(an infinite loop, or far too slow)")
@@ -159,6 +162,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
     for this OS (``practice.learner_side``: confined on Linux), closed at the end."""
     import os
 
+    from .isolation import exchange
     from .practice import learner_side
     from .report import Report
     from .submission import Submission, load as load_submission
@@ -178,7 +182,11 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
             for i, exercise_id in enumerate(ids):
                 data = load(exercise_id, directory)
                 os.makedirs(f"{scratch}/{i}")
-                results.append(judge(data, run_exercise(zygote, submission.sources, data, f"{scratch}/{i}")))
+                failed: dict = {}
+                outputs = run_exercise(zygote, submission.sources, data, f"{scratch}/{i}", failed)
+                results.append(judge(data, outputs))
+                results[-1].notes += exchange.stand_in_notes(failed, data["module"])
+                results[-1].not_imported = failed
     finally:
         if own_zygote:
             zygote.close()
