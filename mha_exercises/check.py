@@ -182,8 +182,8 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
 def verdict(report: dict, blocked: bool = False) -> str:
     """A few lines: a mark, the score and status, then what is wrong (and the notes).
 
-    ``blocked``: the package cannot be imported (a module the exercise's imports does not
-    compile), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
+    ``blocked``: the package cannot be imported (a module the exercise's module imports does
+    not import), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
     lines = []
     for r in report["exercises"]:
         mark = "✔" if r["status"] == "passed" and not blocked else "✘"
