@@ -131,3 +131,16 @@ def test_the_childs_record_is_checked_as_the_learners():
     assert exchange.not_imported(["masking"]) == {} and exchange.not_imported(None) == {}
     notes = exchange.stand_in_notes(said, "attention")
     assert len(notes) == 1 and notes[0].startswith("your file masking.py does not import: ValueError")
+
+
+def test_a_hostile_exception_at_import_still_names_its_type_and_line():
+    from autograder.isolation.package import _compiled, import_failure
+
+    source = "class Evil(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n\nraise Evil()\n"
+    try:  # compiled as the learner's process compiles a module (its lines kept for the traceback)
+        exec(_compiled("hostile_module", source), {})
+    except Exception as err:  # noqa: BLE001
+        record = import_failure("hostile_module", err)
+    assert record["type"] == "Evil" and record["line"] == 5 and record["code"] == "raise Evil()"
+    assert exchange.not_imported({"masking": record})["masking"] == "Evil at line 5 (`raise Evil()`)"
+    assert exchange.not_imported({"masking": {**record, "text": "x" * 10_000}})["masking"].count("x") == 300

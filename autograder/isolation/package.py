@@ -184,7 +184,10 @@ def import_failure(name: str, err: BaseException) -> dict:
         if _isinstance(err, SyntaxError) and err.filename == filename:
             line, code, text = err.lineno, err.text or "", err.msg
         else:
-            text = err.args[0] if _len(err.args) == 1 and _isinstance(err.args[0], _str) else _str(err)
+            try:
+                text = err.args[0] if _len(err.args) == 1 and _isinstance(err.args[0], _str) else _str(err)
+            except BaseException:  # noqa: BLE001  a hostile __str__: the type and line still say it
+                text = ""
             frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
             if frames:
                 line, code = frames[-1].lineno, frames[-1].line or ""
