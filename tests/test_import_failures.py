@@ -20,7 +20,6 @@ import pytest
 from solution_copies import edited_solutions
 
 from autograder.isolation import exchange
-from autograder.spec import CaseError  # noqa: F401  (the report's other door for learner text)
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = "import numpy as np\n"
