@@ -124,8 +124,9 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 
 # --------------------------------------------------------------------------- running
 
-def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> list:
-    """The learner's outputs on the stored cases, from a confined child (as the grader does)."""
+def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_imported: dict | None = None) -> list:
+    """The learner's outputs on the stored cases, from a confined child (as the grader does);
+    ``not_imported`` gets the child's record of the modules that did not import."""
     from .isolation import exchange
 
     cases, timeouts = data["cases"], [c["timeout"] for c in data["cases"]]
@@ -138,6 +139,8 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str) -> l
                                        timeouts, data.get("case_cpu"))
     finally:
         status = zygote.finish(child)
+    if not_imported is not None:
+        not_imported.update(child.not_imported)
     return exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
                            case_cpu=data.get("case_cpu"), case_timeouts=timeouts)
 
@@ -149,6 +152,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
     for this OS (``practice.learner_side``: confined on Linux), closed at the end."""
     import os
 
+    from .isolation import exchange
     from .practice import learner_side
     from .report import Report
     from .submission import Submission, load as load_submission
@@ -168,7 +172,11 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
             for i, exercise_id in enumerate(ids):
                 data = load(exercise_id, directory)
                 os.makedirs(f"{scratch}/{i}")
-                results.append(judge(data, run_exercise(zygote, submission.sources, data, f"{scratch}/{i}")))
+                failed: dict = {}
+                outputs = run_exercise(zygote, submission.sources, data, f"{scratch}/{i}", failed)
+                results.append(judge(data, outputs))
+                results[-1].notes += exchange.stand_in_notes(failed, data["module"])
+                results[-1].not_imported = failed
     finally:
         if own_zygote:
             zygote.close()

@@ -168,10 +168,14 @@ class ExerciseResult:
     notes: list[str] = field(default_factory=list)  # e.g. "graded with the reference split_heads"
     cpu_seconds: float = 0.0  # CPU time of the learner's process on it, as the kernel counted it
     ladder: str = ""  # "Correct on ...; fails on ...": the case ladder's verdict, in the grader's words
+    # The learner's modules that did not import in this exercise's run, and why (the type, the
+    # line): {"masking": "ValueError at line 3: boom (`raise ValueError('boom')`)"}.
+    not_imported: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.feedback = inert(self.feedback)
         self.notes = [inert(n) for n in self.notes]
+        self.not_imported = {inert(k): inert(v) for k, v in self.not_imported.items()}
 
 
 @dataclass

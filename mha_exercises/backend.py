@@ -73,7 +73,7 @@ def refresh(package: str) -> list[str]:
     changed = {name for name, m in modules.items() if sources[name] is not None and outdated(m, sources[name])}
     if not changed:
         return []
-    imports = {name: _imports(sources[name] or "", package) & set(modules) for name in modules}
+    imports = {name: package_imports(sources[name] or "", package) & set(modules) for name in modules}
     while True:  # and everything that imports a changed module, transitively
         more = {name for name in modules if imports[name] & changed} - changed
         if not more:
@@ -116,7 +116,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _imports(source: str, package: str) -> set[str]:
+def package_imports(source: str, package: str) -> set[str]:
     """Short names of the package's modules that ``source`` imports (``from .masking import``)."""
     try:
         tree = ast.parse(source)

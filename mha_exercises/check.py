@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .backend import BACKENDS, _imports, backend, loaded, outdated
+from .backend import BACKENDS, backend, package_imports, loaded, outdated
 
 WIDTH = 88
 
@@ -60,13 +60,24 @@ def warm_up() -> None:
 
 
 def report_lines(package: str, name: str, exercise, sources: dict, report: dict) -> list[str]:
-    """What check() prints for ``report``: the verdict, then the notes on the package and kernel."""
+    """What check() prints for ``report``: the verdict, then the notes on the package and kernel.
+
+    An exercise whose module, or a module that one imports, does not import (a syntax error,
+    an exception at import) is not graded: the line says which file, the type and the line.
+    The grader ran it with stand-ins for that file's functions, but the notebook cannot import it."""
+    module = _module_of(name)
+    result = next((r for r in report.get("exercises", []) if r.get("id") == name), None)
     broken = _not_compiling(sources)
-    chain = _imported_by(_module_of(name), sources, package)
-    blocking = [short for short in chain if short in broken and short != _module_of(name)]
-    notes = _package_notes(package, name, chain, broken, blocking) + _kernel_notes(
-        package, name, exercise, sources, report, broken)
-    return [verdict(report, blocked=bool(blocking))] + [_wrap(line, "   ", "     ") for line in notes]
+    broken.update({k: v for k, v in ((result or {}).get("not_imported") or {}).items() if k in sources})
+    chain = _imported_by(module, sources, package)
+    blocking = [short for short in chain if short in broken and short != module]
+    kernel = [_wrap(line, "   ", "     ") for line in _kernel_notes(package, name, exercise, sources, report, broken)]
+    if module in broken or blocking:
+        first = module if module in broken else blocking[0]
+        head = _wrap(f"✘ {name}: not graded: your file {first}.py does not import: {broken[first]}", "", "   ")
+        notes = _package_notes(package, name, chain, broken, blocking, result)
+        return [head] + [_wrap(line, "   ", "     ") for line in notes] + kernel
+    return [verdict(report)] + kernel
 
 
 def _module_of(name: str) -> str | None:
@@ -77,7 +88,8 @@ def _module_of(name: str) -> str | None:
 
 def _not_compiling(sources: dict) -> dict[str, str]:
     """``{module: "SyntaxError at line 12: ..."}`` of the files that do not compile (compiled only,
-    never run: nothing of the learner's executes in this kernel here)."""
+    never run: nothing of the learner's executes in this kernel here). The grader's report adds
+    the files that compile but raise when imported (``not_imported``: its confined run saw them)."""
     broken = {}
     for short, source in sources.items():
         try:
@@ -91,26 +103,41 @@ def _not_compiling(sources: dict) -> dict[str, str]:
     return broken
 
 
-def _imported_by(module: str | None, sources: dict, package: str) -> list[str]:
-    """``module`` and, transitively, the package modules it imports."""
-    todo, seen = [module] if module else [], []
+def _imported_by(module: str | None, sources: dict, package: str) -> dict[str, str | None]:
+    """``module`` and, transitively, the package modules it imports, each with the module
+    through which it is first reached (None for ``module`` itself)."""
+    todo, seen = [(module, None)] if module else [], {}
     while todo:
-        short = todo.pop()
+        short, by = todo.pop(0)
         if short in seen or short not in sources:
             continue
-        seen.append(short)
-        todo += sorted(_imports(sources[short], package))
+        seen[short] = by
+        todo += [(other, short) for other in sorted(package_imports(sources[short], package))]
     return seen
 
 
-def _package_notes(package: str, name: str, chain: list[str], broken: dict, blocking: list[str]) -> list[str]:
-    """A module the exercise's module imports does not compile: the package cannot be imported,
-    whatever this exercise scored with stand-ins for that module."""
+def _package_notes(package: str, name: str, chain: dict, broken: dict, blocking: list[str],
+                   result: dict | None) -> list[str]:
+    """Why an exercise is not graded though the grader ran it: the file that does not import,
+    how the exercise's module reaches it, what to do, and what the run with stand-ins scored."""
+    module = next(iter(chain), None)
     notes = []
     for short in blocking:
-        notes.append(f"note: {package}/{short}.py does not compile ({broken[short]}), and {chain[0]}.py imports "
-                     f"it, so `import {package}.{chain[0]}` fails: your {name} was checked with stand-ins for "
-                     f"{short}.py's functions. Fix {short}.py, save it, and check again.")
+        path, by = [], chain[short]
+        while by is not None and by != module:
+            path.append(by)
+            by = chain[by]
+        through = f" through {' and '.join(f'{p}.py' for p in reversed(path))}" if path else ""
+        also = f"your file {short}.py does not import: {broken[short]}; " if short != blocking[0] else ""
+        notes.append(f"{also}{module}.py imports {short}.py{through}, so `import {package}.{module}` fails "
+                     f"in your notebook too. Fix {short}.py, save it, and check again.")
+    if blocking and result and result.get("cases"):
+        passed = sum(bool(c.get("passed")) for c in result["cases"])
+        notes.append(f"(The grader ran your {name} with stand-ins for {' and '.join(f'{b}.py' for b in blocking)}'s "
+                     f"functions: {_points(result['score'])}/{_points(result['max_score'])} points, "
+                     f"{passed} of {len(result['cases'])} checks passed.)")
+    elif module in broken:
+        notes.append(f"Fix {module}.py, save it, and check again.")
     return notes
 
 
@@ -127,7 +154,7 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
         if short in seen or short not in sources:
             continue
         seen.append(short)
-        todo += sorted(_imports(sources[short], package))
+        todo += sorted(package_imports(sources[short], package))
     for short in seen:
         if short in (broken or {}):  # said plainly by _package_notes or the grader's "does not import"
             continue
@@ -155,8 +182,8 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
 def verdict(report: dict, blocked: bool = False) -> str:
     """A few lines: a mark, the score and status, then what is wrong (and the notes).
 
-    ``blocked``: the package cannot be imported (a module the exercise's imports does not
-    compile), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
+    ``blocked``: the package cannot be imported (a module the exercise's module imports does
+    not import), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
     from autograder.scoring.rounding import points  # how every reader sees points
 
     lines = []

@@ -31,7 +31,7 @@ def repeat_kv(x, n_rep):
 
     ``(B, Hkv, L, d) -> (B, Hkv * n_rep, L, d)``: each key/value head repeated ``n_rep`` times
     *consecutively* (heads ``0,0,1,1,...`` for ``n_rep=2``), so query head ``h`` reads
-    key/value head ``h // n_rep``.
+    key/value head ``h // n_rep``. The result is in the dtype of ``x``.
     """
     raise NotImplementedError("exercise `repeat_kv`: implement it in mha_exercises/efficient.py (chapter 7)")
 

@@ -61,7 +61,8 @@ class MultiHeadAttention(nn.Module):
     ``(B, H, Lq, Lk)``; ``head_mask (H,)`` multiplies each head's output before ``W_o``
     (0 removes a head). Returns ``out (B, Lq, E)`` and ``weights (B, H, Lq, Lk)`` (before
     dropout). Dropout acts on the attention weights in training mode only. Fully masked
-    query rows give zero weights, never NaN.
+    query rows give zero weights, never NaN. Written in torch operations, so that gradients
+    reach the inputs and every weight.
 
     ``MultiHeadAttention.from_torch(ref)`` builds a layer with identical outputs from a
     ``torch.nn.MultiheadAttention(..., batch_first=True)``.

@@ -39,8 +39,8 @@ def prune_heads(layer, heads):
     ``num_heads``. Heads are numbered as in the original, unpruned layer; the layer records
     the removed ones in ``layer.pruned_heads`` (a set, created on first use), so repeated
     calls work and already-removed heads are ignored. Afterwards the layer's output equals
-    the unpruned layer's output with those heads masked by ``head_mask``. At least one head
-    must remain.
+    the unpruned layer's output with those heads masked by ``head_mask``. The layer keeps its
+    dtype. At least one head must remain.
 
     Args:
         layer: a ``MultiHeadAttention`` (chapter 4): ``W_q W_k W_v W_o`` (``nn.Linear``,

@@ -320,6 +320,21 @@ def test_self_check_gives_full_marks_to_the_solutions_and_names_a_mistake(instal
     assert status["causal_mask"]["status"] == "not attempted"
 
 
+def test_self_check_names_a_file_that_does_not_import(installed, tmp_path):
+    """masking.py raising at import: its exercises are not graded, and an exercise whose module
+    imports it (attention.py) is told which file, the type and the line."""
+    broken = tmp_path / "broken"
+    shutil.copytree(ROOT / "solutions", broken, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    masking = broken / "masking.py"
+    masking.write_text(masking.read_text().replace("import numpy as np\n", "import numpy as np\nraise ValueError('boom')\n", 1))
+    line = next(i for i, text in enumerate(masking.read_text().splitlines(), 1) if "raise ValueError" in text)
+    status = {e["id"]: e for e in _self_check(installed, broken, "softmax", "causal_mask")["exercises"]}
+    assert status["causal_mask"]["status"] == "error"
+    assert status["causal_mask"]["cases"][0]["feedback"].startswith("not graded: your file masking.py does not import")
+    assert status["softmax"]["not_imported"]["masking"].startswith(f"ValueError at line {line}: boom")
+    assert any(n.startswith("your file masking.py does not import") for n in status["softmax"]["notes"])
+
+
 def test_check_in_a_notebook_grades_the_learners_code(installed):
     """``check("softmax")`` as a chapter calls it (kernel started in book/), on the stub and then
     on the learner's finished ``softmax``."""

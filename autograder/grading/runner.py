@@ -306,8 +306,13 @@ def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
     if run.refused_tasks:
         notes.append(f"your code tried to start more threads than its process may have ({TASKS}): "
                      f"{run.refused_tasks} were refused")
+    # The child's record of this exercise (a reused child is given its next job before this
+    # runs, but its record changes only in its next collect, after this).
+    failed = dict(run.child.not_imported) if run.child is not None else {}
+    notes += exchange.stand_in_notes(failed, run.exercise.module)
     try:
         result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
+        result.not_imported = failed
         if result.status == "not attempted":  # nothing of the learner's ran: no reference stood in
             result.notes = [n for n in result.notes if not n.startswith("graded with the reference")]
         result.cpu_seconds = round(run.cpu, 3)

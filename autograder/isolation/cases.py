@@ -7,7 +7,7 @@ import sys
 from . import protocol
 from .package import Blocker, Namespace, Submission, describe
 
-_isinstance, _type = isinstance, type  # learner code may patch builtins
+_isinstance, _type, _str, _dict, _int = isinstance, type, str, dict, int  # learner code may patch builtins
 
 
 class _Failure(Exception):
@@ -45,7 +45,8 @@ def run(sock, job, drivers, pristine) -> bool:
             frame = protocol.encode({"case": i, "error": [kind, message]})
         protocol.send_frame(sock, frame)
     reusable = pristine.holds()
-    protocol.send(sock, {"done": True, "reusable": reusable})
+    # Last: a module the cases imported lazily (inside a function) is in the record too.
+    protocol.send(sock, {"done": True, "reusable": reusable, "not_imported": _plain(submission.failed)})
     return reusable
 
 
@@ -63,6 +64,16 @@ def _prepare(ns, job, drivers) -> _Failure | None:
     if exercise not in mod.__dict__:
         return _Failure("missing", f"{module}.py defines no `{exercise}`")
     return None
+
+
+def _plain(failed) -> dict:
+    """The record of failed imports as plain data, whatever the learner's code did to it."""
+    try:
+        return {_str(k)[:100]: {_str(f)[:20]: v[:300] if _type(v) is _str else v
+                                for f, v in _dict(why).items() if _type(v) in (_str, _int)}
+                for k, why in list(_dict(failed).items())[:64]}
+    except BaseException:  # noqa: BLE001
+        return {}
 
 
 def _classify(err: BaseException) -> tuple[str, str]:

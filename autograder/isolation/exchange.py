@@ -11,10 +11,11 @@ import select
 import signal
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from ..spec import CaseError
+from ..inert import inert
+from ..spec import MODULE_OF, CaseError
 from . import protocol
 
 SEND_SECONDS = 10.0  # for a child to take a job: one waiting for it reads at once
@@ -36,6 +37,9 @@ class Child:
     sock: socket.socket
     workdir: str = ""
     reusable: bool = False  # said "done" with its process state still pristine
+    # The learner's modules that did not import in its last exercise, and why, in words:
+    # ``{"masking": "ValueError at line 3: boom (`raise ValueError('boom')`)"}``.
+    not_imported: dict = field(default_factory=dict)
 
     def start(self, job: dict) -> bool:
         """Send the job: the child starts on it at once (False if it is gone or does not read it)."""
@@ -60,6 +64,7 @@ class Child:
         would pass ``MAX_EXERCISE_BYTES`` or outnumber ``MAX_EXERCISE_FRAMES``), or None.
         """
         outputs: list = [None] * n_cases
+        self.not_imported = {}
         received = frames = 0
         progress = time.monotonic()
         spent = self.cpu_seconds() if case_cpu is not None else None
@@ -113,6 +118,7 @@ class Child:
                     spent = self.cpu_seconds()
             elif msg.get("done") is True:
                 self.reusable = msg.get("reusable") is True
+                self.not_imported = not_imported(msg.get("not_imported"))
                 return outputs, None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
                 progress = time.monotonic()
@@ -139,6 +145,36 @@ class Child:
 
 def _readable(sock: socket.socket, until: float) -> bool:
     return bool(select.select([sock], [], [], max(0.0, until - time.monotonic()))[0])
+
+
+def not_imported(record) -> dict[str, str]:
+    """The child's record of modules that raised while they were imported (``package.import_failure``),
+    checked part by part (the child is the learner's) and put in words, for the learner:
+    ``"ValueError at line 3: boom (`raise ValueError('boom')`)"``. What is not of that form is left out."""
+    out = {}
+    if type(record) is not dict:
+        return out
+    modules = set(MODULE_OF.values())
+    for name, why in record.items():
+        if name not in modules or type(why) is not dict or type(why.get("type")) is not str:
+            continue
+        line, code, text = why.get("line"), why.get("code"), why.get("text")
+        words = inert(why["type"][:100]) or "an exception"
+        if type(line) is int and line > 0:
+            words += f" at line {line}"
+        if type(text) is str and text.strip():
+            words += f": {inert(text[:300]).strip()}"
+        if type(code) is str and code.strip():
+            words += f" (`{inert(code[:120]).strip()}`)"
+        out[name] = words
+    return out
+
+
+def stand_in_notes(failed: dict[str, str], own: str) -> list[str]:
+    """An exercise's notes on the other modules that did not import in its run (its own module's
+    failure is every case's error): they ran as stand-ins (``package.Submission``)."""
+    return [f"your file {name}.py does not import: {why}; this exercise was graded with stand-ins for "
+            f"{name}.py's functions" for name, why in sorted(failed.items()) if name != own]
 
 
 def _case_error(error) -> CaseError:

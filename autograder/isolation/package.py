@@ -13,7 +13,7 @@ import types
 from autograder import LEARNER_SIDE, within
 
 PACKAGE = "mha_exercises"
-_isinstance, _type = isinstance, type  # learner code may patch builtins
+_isinstance, _type, _str, _len = isinstance, type, str, len  # learner code may patch builtins
 
 
 def blocked(name: str) -> bool:
@@ -68,6 +68,10 @@ class Submission:
         sys.modules[PACKAGE] = package
         self.package = package
         self.loaded: list[str] = []  # the package's modules, as named in sys.modules
+        # Each module that raised while it ran, and why (``import_failure``): sent with the
+        # exercise's results, so that the learner hears which file does not import even when
+        # stand-ins let the graded one run (their notebook cannot import it).
+        self.failed: dict[str, dict] = {}
 
     def find_spec(self, fullname):
         name = fullname[len(PACKAGE) + 1 :]
@@ -86,6 +90,8 @@ class Submission:
                 raise ModuleNotFoundError(f"{name}.py is not in the submission")
             exec(_compiled(name, source), module.__dict__)
         except BaseException as err:  # noqa: BLE001  SystemExit at import too
+            if source is not None:
+                self.failed[name] = import_failure(name, err)
             if name == self.own:
                 raise
             self.stand_in(module, name, err)
@@ -166,6 +172,29 @@ class Namespace:
         module = importlib.import_module(f"{PACKAGE}.{name}")
         self.submission.install_proxies()
         return module
+
+
+def import_failure(name: str, err: BaseException) -> dict:
+    """Why ``name``.py did not import, as parts: the exception's type, the line of that file
+    where it was raised (its last frame there; a SyntaxError's own line), that line's code and
+    the message. Plain data; the grader checks and cuts each part (``exchange.not_imported``)."""
+    try:
+        filename = f"{PACKAGE}/{name}.py"
+        line, code = None, ""
+        if _isinstance(err, SyntaxError) and err.filename == filename:
+            line, code, text = err.lineno, err.text or "", err.msg
+        else:
+            try:
+                text = err.args[0] if _len(err.args) == 1 and _isinstance(err.args[0], _str) else _str(err)
+            except BaseException:  # noqa: BLE001  a hostile __str__: the type and line still say it
+                text = ""
+            frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == filename]
+            if frames:
+                line, code = frames[-1].lineno, frames[-1].line or ""
+        return {"type": _str(_type(err).__name__)[:100], "line": line if _type(line) is int else None,
+                "code": _str(code).strip()[:120], "text": _str(text)[:300]}
+    except BaseException:  # noqa: BLE001  a hostile __str__ or traceback
+        return {"type": "an exception", "line": None, "code": "", "text": ""}
 
 
 def describe(err: BaseException) -> str:
