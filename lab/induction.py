@@ -1,9 +1,9 @@
 """Chapter 8's induction-head lab: two-layer attention-only models trained on random tokens whose
 segments repeat, then taken apart (Elhage et al. 2021; Olsson et al. 2022).
 
-Training sequences (:func:`training_batch`): a segment of ``P`` random tokens, the same segment
-again, then random tokens up to ``LENGTH``; ``P`` is drawn per sequence, so no head can find the
-earlier copy by position alone. Test sequences (:func:`repeated_batch`): ``[seg, seg]`` with a
+Training sequences (:func:`training_batch`): a segment of ``P`` random tokens repeated to fill
+``LENGTH`` positions (the last copy cut short); ``P`` is drawn per sequence, so no head can find
+the earlier copy by position alone. Test sequences (:func:`repeated_batch`): ``[seg, seg]`` with a
 fixed period. On the first copy nothing can be predicted (chance is ``log(VOCAB)`` nats); on the
 second, a model that looks up "what came after this token last time" predicts every token
 but the first.
