@@ -99,13 +99,13 @@ def head_mask_without(heads, num_layers, num_heads):
 
 
 @torch.no_grad()
-def analyse(model, induction_score, period=TEST_PERIOD, batch_size=64, seed=0):
+def analyse(model, induction_score, period=TEST_PERIOD, batch_size=64, seed=0, threshold=THRESHOLD):
     """What the chapter reports for one model, on ``batch_size`` test sequences of ``period``.
 
     The previous-token head is layer 0's head with the highest previous-token score, the
     induction head layer 1's with the highest ``induction_score``; the previous-token heads and
     the induction heads (plural) are those of layer 0 and layer 1 whose score is above
-    ``THRESHOLD``. Losses on the repeat: with every head; without the top pair; without the best
+    ``threshold``. Losses on the repeat: with every head; without the top pair; without the best
     other pair (one head of each layer, neither of the top pair: the largest loss of them); without
     every previous-token and induction head (the circuit); without every other head."""
     tokens = repeated_batch(batch_size, period, seed)
@@ -115,8 +115,8 @@ def analyse(model, induction_score, period=TEST_PERIOD, batch_size=64, seed=0):
     prev_head = (0, int(previous[0].argmax()))
     ind_head = (1, int(induction[1].argmax()))
     layers, heads = model.num_layers, model.num_heads
-    circuit = ([(0, h) for h in range(heads) if previous[0, h] > THRESHOLD]
-               + [(1, h) for h in range(heads) if induction[1, h] > THRESHOLD])
+    circuit = ([(0, h) for h in range(heads) if previous[0, h] > threshold]
+               + [(1, h) for h in range(heads) if induction[1, h] > threshold])
     rest = [(layer, h) for layer in range(layers) for h in range(heads) if (layer, h) not in circuit]
 
     def without(removed):
