@@ -84,5 +84,5 @@ def test_a_docstring_promises_no_error_check_the_grader_lacks(exercise):
     if "ValueError" not in doc:
         return
     drivers = {case.driver for case in EXERCISES[exercise].cases(np.random.default_rng(0))}
-    assert "call_raises" in drivers or "the checks do not test this one" in doc, (
+    assert "call_raises" in drivers or "the checks do not test" in doc.lower(), (
         f"{exercise}: the docstring asks for a ValueError that no case of the grader checks")
