@@ -2,7 +2,7 @@
 
 Two measurements, greedy, batch 1, one thread, medians of ``--repeats`` runs taking turns:
 
-* the chapter's sentence model (``lab/weights/sentences.pt``), 120 new tokens after a 4-character
+* the chapter's sentence model (``lab/weights/sentences.pt``), 124 new tokens after a 4-character
   prompt: its whole trained context (128 positions), what chapter 8 measures too;
 * the same shape of model with random weights at longer lengths (positions past the trained
   context: the time does not depend on what the weights say), 128, 512 and 1024 new tokens.
@@ -41,7 +41,7 @@ def main(argv=None):
     model = train_sentences.build()
     model.load_state_dict(torch.load(train_sentences.WEIGHTS, weights_only=True))
     prompt = sentences.encode("the ")[None]
-    rows.append(("sentence model (trained)", 120, lm.time_generate(generate, model.eval(), prompt, 120, args.repeats)))
+    rows.append(("sentence model (trained)", 124, lm.time_generate(generate, model.eval(), prompt, 124, args.repeats)))
     untrained = train_sentences.build().eval()
     for n in (128, 512, 1024):
         rows.append(("same shape, random weights", n, lm.time_generate(generate, untrained, prompt, n, args.repeats)))

@@ -7,7 +7,7 @@ Deterministic on one machine; across CPUs float32 sums round differently, so ``-
 retrains a seed and compares what the chapter reports (the heads found, the loss on the repeat)
 with the record, within ``TOLERANCE``.
 
-    .venv/bin/python scripts/train_induction.py --seed 0 1 2 3 4 5   # trains, writes weights and records
+    .venv/bin/python scripts/train_induction.py --seed 0 1 2 3 4 5 6 7 8 9   # trains, writes weights and records
     .venv/bin/python scripts/train_induction.py --analyse            # recomputes the record from the weights
     .venv/bin/python scripts/train_induction.py --seed 3 --check     # retrains seed 3, compares
 """

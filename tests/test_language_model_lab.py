@@ -53,6 +53,14 @@ def test_log_probabilities_sum_to_one_over_a_small_sub_grammar():
         sentences.log_prob("the cats sleeps.")
 
 
+def test_the_grammars_entropy_is_the_same_to_three_decimals_from_other_samples():
+    # The chapter prints entropy_rate() to 3 decimals (0.405) as a floor: a Monte Carlo estimate,
+    # so other samples of the same size must give the same three decimals.
+    printed = f"{sentences.entropy_rate():.3f}"
+    others = [sentences.entropy_rate(seed=seed) for seed in (0, 1, 2)]
+    assert all(f"{value:.3f}" == printed for value in others), (printed, others)
+
+
 def test_committed_weights_are_the_recorded_ones():
     for name in ["sentences.pt", *(induction.weights_path(s).name for s in induction.SEEDS)]:
         path = WEIGHTS / name

@@ -69,3 +69,20 @@ def course_table() -> str:
 def test_the_package_docstring_lists_the_course_table():
     assert course_table() in mha_exercises.__doc__, "regenerate it with tests/test_stubs.py:course_table()\n" + \
         course_table()
+
+
+@pytest.mark.parametrize("exercise", IDS)
+def test_a_docstring_promises_no_error_check_the_grader_lacks(exercise):
+    """A stub asking for a ``ValueError`` either has a case that checks it (the ``call_raises``
+    driver) or says that the checks do not test it: the learner reads the docstring as what is
+    graded."""
+    import numpy as np
+
+    from autograder.grading.exercises import EXERCISES
+
+    doc = " ".join((inspect.getdoc(stub(exercise)) or "").split())
+    if "ValueError" not in doc:
+        return
+    drivers = {case.driver for case in EXERCISES[exercise].cases(np.random.default_rng(0))}
+    assert "call_raises" in drivers or "the checks do not test" in doc.lower(), (
+        f"{exercise}: the docstring asks for a ValueError that no case of the grader checks")
