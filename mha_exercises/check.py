@@ -132,9 +132,11 @@ def _package_notes(package: str, name: str, chain: dict, broken: dict, blocking:
         notes.append(f"{also}{module}.py imports {short}.py{through}, so `import {package}.{module}` fails "
                      f"in your notebook too. Fix {short}.py, save it, and check again.")
     if blocking and result and result.get("cases"):
+        from autograder.scoring.rounding import points  # how every reader sees points
+
         passed = sum(bool(c.get("passed")) for c in result["cases"])
         notes.append(f"(The grader ran your {name} with stand-ins for {' and '.join(f'{b}.py' for b in blocking)}'s "
-                     f"functions: {_points(result['score'])}/{_points(result['max_score'])} points, "
+                     f"functions: {points(result['score'])}/{points(result['max_score'])} points, "
                      f"{passed} of {len(result['cases'])} checks passed.)")
     elif module in broken:
         notes.append(f"Fix {module}.py, save it, and check again.")
