@@ -137,7 +137,7 @@ def rope_cases(rng):
         case("(B, H, L, d), d = 16, 28 to 32 positions", (B, H, int(rng.integers(28, 33)), 16)),
         case("one position at 2500 to 3499, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
         raises_case("(B, H, L, d), an odd d", "apply_rope", [randn(rng, (B, H, 5, 7), "float64")],
-                    sizes={"B": B, "H": H, "L": 5, "d": 7}, rung=3,
+                    sizes={"B": B, "H": H, "L": 5, "d": 7}, rung=3, as_tensors=True,
                     features={"leading axes": ROPE_AXES[4], "dtype": "float64", "offset": "offset 0",
                               "base": "base 10000", "positions": "several positions", "d": "an odd d"}),
     ]
