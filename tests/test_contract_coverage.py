@@ -302,8 +302,9 @@ TABLE = {
         "0 returns the prompt": cases("zero new tokens"),
         "prompt: ``(B, L)`` int64 token ids, ``L >= 1``; not modified.": [
             key("the prompt left as it was", "greedy, with the cache, B = 3")],
-        "model: as above; not modified": [key("model parameters unchanged", "greedy, with the cache, B = 1"),
-                                          key("model parameters unchanged", "sampled at temperature 1, with the cache")],
+        "model: as above; not modified": [
+            key("model parameters unchanged", "greedy, with the cache, B = 1"),
+            key("model parameters unchanged", "sampled at temperature 1, with the cache")],
         "``(B, L + max_new_tokens)`` int64: the prompt, then the new tokens.": cases("greedy, with the cache, B = 3"),
     },
     "induction_score": {

@@ -73,7 +73,8 @@ def unchecked_complex(x, offset=0, base=10000.0):
     # right on every even d; an odd one fails in the broadcast (RuntimeError), not with a ValueError
     half = x.shape[-1] // 2
     a = _angles(x.shape[-2], x.shape[-1], offset, base)
-    z = torch.complex(x[..., :half].double(), x[..., half:2 * half].double()) * torch.polar(torch.ones_like(a), a)
+    z = torch.complex(x[..., :half].double(), x[..., half:2 * half].double())
+    z = z * torch.polar(torch.ones_like(a), a)
     return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
 
 

@@ -44,7 +44,8 @@ def sinusoidal_cases(rng):
         case("3 positions after a cache, base 50 to 199, dim 6", 3, 6, offset=int(rng.integers(1, 20)), base=float(rng.integers(50, 200))),
         case("35 to 44 positions from 0, dim 32", int(rng.integers(35, 45)), 32),
         case("4 positions from 0, base 8 to 12, dim 10", 4, 10, base=float(rng.integers(8, 13))),
-        raises_case("an odd dim (7 to 13)", "sinusoidal_positions", [4, odd], sizes={"L": 4, "dim": odd}, rung=2,
+        raises_case("an odd dim (7 to 13)", "sinusoidal_positions", [4, odd], sizes={"L": 4, "dim": odd},
+                    rung=2,
                     features={"offset": "offset 0", "base": "base 10000", "positions": "several positions",
                               "dim": "an odd dim"}),
     ]

@@ -101,7 +101,8 @@ def generate_run(ns, state, num_heads, prompt, max_new_tokens, temperature=0.0, 
     data["the prompt left as it was"] = bool(torch.equal(prompt_tensor, given))
     data["model parameters unchanged"] = bool(
         model.w.keys() == weights.keys() and all(model.w[k] is t for k, t in weights.items())
-        and all(np.array_equal(t.numpy(), np.asarray(state[k], dtype=np.float64)) for k, t in weights.items()))
+        and all(np.array_equal(t.numpy(), np.asarray(state[k], dtype=np.float64))
+                for k, t in weights.items()))
     calls = model.calls
     if use_cache:
         first = calls[0] if calls else None
