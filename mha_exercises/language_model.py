@@ -18,8 +18,7 @@ def sinusoidal_positions(length, dim, offset=0, base=10000.0):
 
     Args:
         length: the number of positions ``L``.
-        dim: the number of features, even (``ValueError`` otherwise), an error the checks do
-            not test.
+        dim: the number of features, even (``ValueError`` otherwise).
         offset: the first position (the number of positions already in a KV cache).
         base: the base of the wavelengths (10000 in the paper).
 
@@ -42,8 +41,7 @@ def apply_rope(x, offset=0, base=10000.0):
     to values), it makes ``q_m . k_n`` depend on the positions only through ``m - n``.
 
     Args:
-        x: ``(..., L, d)``, ``d`` even (``ValueError`` otherwise): positions on axis -2. The
-            checks do not test the error.
+        x: ``(..., L, d)``, ``d`` even (``ValueError`` otherwise): positions on axis -2.
         offset: the position of ``x[..., 0, :]`` (the number of positions already cached).
         base: the base of the wavelengths (10000 in the paper).
 
@@ -95,7 +93,7 @@ def induction_score(weights, period):
     Args:
         weights: ``(..., L, L)`` attention weights (queries, keys), e.g. ``(B, H, L, L)``.
         period: the length of the repeated segment, ``1 <= period < L`` (``ValueError``
-            otherwise), an error the checks do not test.
+            otherwise).
 
     Returns:
         Tensor ``(...)``, the dtype of ``weights``: one score per head and sequence, in [0, 1].

@@ -4,6 +4,7 @@ wrong. Drivers run in-process here (fast, independent of the isolation pipeline)
 the end goes through ``runner.grade_submission``."""
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -273,3 +274,31 @@ def test_from_torch_reference_matches_torch_itself():
         np.testing.assert_allclose(expected["out"], out.numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(expected["weights"], weights.numpy(), rtol=1e-12, atol=1e-12)
         assert drivers.LINEARS == ("W_q", "W_k", "W_v", "W_o")
+
+
+@pytest.mark.parametrize("change", ["in place", "replaced"])
+def test_generate_that_changes_the_model_is_seen(change):
+    """``generate`` must leave the model as it was: the driver sees a weight changed in place or
+    swapped for another tensor, and the reference's run leaves it unchanged."""
+    from autograder.isolation.drivers import generation
+    from solutions.language_model import generate as reference_generate
+
+    def changing(model, prompt, *args, **kwargs):
+        if change == "in place":
+            model.w["unembed"].mul_(2.0)
+        else:
+            model.w["embed"] = model.w["embed"].clone() + 1.0
+        return reference_generate(model, prompt, *args, **kwargs)
+
+    class Ns:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def module(self, name):
+            return type("M", (), {"generate": staticmethod(self.fn)})
+
+    case = next(c for c in EXERCISES["generate"].cases(np.random.default_rng(0))
+                if c.name == "greedy, with the cache, B = 1")
+    unchanged = "model parameters unchanged"
+    assert generation.generate_run(Ns(reference_generate), **copy.deepcopy(case.inputs))[unchanged] is True
+    assert generation.generate_run(Ns(changing), **copy.deepcopy(case.inputs))[unchanged] is False

@@ -50,6 +50,8 @@ def float32_tables(x, offset=0, base=10000.0):
 
 def rotate_half_hf(x, offset=0, base=10000.0):
     """Correct: Hugging Face's rotate_half with cat([angles, angles])."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head dim must be even, got {x.shape[-1]}")
     a = _angles(x.shape[-2], x.shape[-1], offset, base)
     emb = torch.cat([a, a], dim=-1)
     half = x.shape[-1] // 2
@@ -59,9 +61,20 @@ def rotate_half_hf(x, offset=0, base=10000.0):
 
 def complex_numbers(x, offset=0, base=10000.0):
     """Correct: pairs (i, i + d/2) as complex numbers, multiplied by e^(i angle)."""
+    if x.shape[-1] % 2 != 0:
+        raise ValueError("apply_rope needs an even last axis")
     half = x.shape[-1] // 2
     a = _angles(x.shape[-2], x.shape[-1], offset, base)
     z = torch.complex(x[..., :half].double(), x[..., half:].double()) * torch.polar(torch.ones_like(a), a)
+    return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
+
+
+def unchecked_complex(x, offset=0, base=10000.0):
+    # right on every even d; an odd one fails in the broadcast (RuntimeError), not with a ValueError
+    half = x.shape[-1] // 2
+    a = _angles(x.shape[-2], x.shape[-1], offset, base)
+    z = torch.complex(x[..., :half].double(), x[..., half:2 * half].double())
+    z = z * torch.polar(torch.ones_like(a), a)
     return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
 
 
@@ -71,5 +84,6 @@ WRONG = {
     forgets_offset: "ignores the offset",
     llama_hf_freqs_interleaved: "laid out for adjacent pairs",
     float32_tables: "computed in float32",
+    unchecked_complex: "raise ValueError when the last axis d is odd",
 }
 CORRECT = [rotate_half_hf, complex_numbers]

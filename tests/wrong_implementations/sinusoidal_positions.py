@@ -41,6 +41,8 @@ def exponent_per_feature(length, dim, offset=0, base=10000.0):
 def annotated_transformer_float32(length, dim, offset=0, base=10000.0):
     """Correct: The Annotated Transformer's PositionalEncoding, all in float32 (at the positions
     a model of this size sees, float32's angles are close enough)."""
+    if dim % 2 == 1:
+        raise ValueError("dim must be even")
     pe = torch.zeros(length, dim)
     position = torch.arange(offset, offset + length).unsqueeze(1).float()
     div_term = torch.exp(torch.arange(0, dim, 2).float() * -(math.log(base) / dim))
@@ -49,8 +51,22 @@ def annotated_transformer_float32(length, dim, offset=0, base=10000.0):
     return pe
 
 
+def unchecked_loop(length, dim, offset=0, base=10000.0):
+    # right on every even dim, but an odd one gives dim + 1 features instead of a ValueError
+    rows = []
+    for t in range(length):
+        row = []
+        for i in range((dim + 1) // 2):
+            angle = (offset + t) / base ** (2 * i / dim)
+            row += [math.sin(angle), math.cos(angle)]
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64).float()
+
+
 def loop(length, dim, offset=0, base=10000.0):
     """Correct: the paper's formula, entry by entry."""
+    if dim % 2:
+        raise ValueError(f"odd dim {dim}")
     rows = []
     for t in range(length):
         row = []
@@ -63,6 +79,8 @@ def loop(length, dim, offset=0, base=10000.0):
 
 def stacked(length, dim, offset=0, base=10000.0):
     """Correct: sin and cos stacked on a new last axis, then flattened into pairs."""
+    if dim % 2 != 0:
+        raise ValueError("sinusoidal positions need an even dim")
     pos = torch.arange(length, dtype=torch.float64)[:, None] + offset
     inv = 1.0 / base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     angles = pos * inv
@@ -74,5 +92,6 @@ WRONG = {
     no_offset: "ignore the offset",
     cos_first: "sines and cosines are swapped",
     exponent_per_feature: "exponent i/dim",
+    unchecked_loop: "raise ValueError for an odd dim",
 }
 CORRECT = [loop, stacked, annotated_transformer_float32]

@@ -44,10 +44,14 @@ def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None
                 features=dict(features or {}), **tol)
 
 
-def raises_case(name, function, args, kwargs=None, *, sizes=None, rung=0, features=None, expected="ValueError"):
-    """A case of inputs the contract says ``function`` must refuse with ``expected``."""
+def raises_case(name, function, args, kwargs=None, *, sizes=None, rung=0, features=None,
+                expected="ValueError", as_tensors=False):
+    """A case of inputs the contract says ``function`` must refuse with ``expected``
+    (``as_tensors`` as for :func:`call_case`)."""
     inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}), "sizes": dict(sizes or {}),
               "expected": expected}
+    if as_tensors:
+        inputs["as_tensors"] = True
     return Case(name=name, driver="call_raises", inputs=inputs, rung=rung, features=dict(features or {}))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ...spec import Exercise
-from .cases import call_case
+from .cases import call_case, raises_case
 
 def _causal_weights(rng, shape, sharp=False, dtype="float64"):
     """Random attention weights ``(..., L, L)``: rows sum to one over the keys j <= i."""
@@ -45,12 +45,16 @@ def induction_cases(rng):
         case("(B, H, L, L), period 1", (B, H, L, L), 1),
         case("(B, H, L, L), period L - 1", (B, H, L, L), L - 1),
         case("(B, H, L, L), period 2", (B, H, L + 3, L + 3), 2),
+        raises_case("(B, H, L, L), period L", "induction_score", [_causal_weights(rng, (B, H, L, L)), L],
+                    sizes={"B": B, "H": H, "L": L, "L (keys)": L}, rung=2, as_tensors=True,
+                    features={"leading axes": INDUCTION_AXES[4], "dtype": "float64", "period": "period L"}),
     ]
 
 
 def _induction(weights, period, *, key_shift=1, first_query=None, reduce="mean"):
     """The reference with one step changed; each bug below sets one knob."""
     length = weights.shape[-1]
+    _in_range(period, length)
     start = period if first_query is None else first_query(period)
     queries = torch.arange(start, length)
     values = weights[..., queries, queries - period + key_shift]  # negative keys wrap, as in learners' code
@@ -65,13 +69,22 @@ def _induction_bug(name, **knobs):
     return bug
 
 
+def _in_range(period, length):
+    # The bugs refuse a period outside 1 <= period < L as the reference does: each differs from
+    # it in its one mistake only, so that none shows on the cases that must raise.
+    if not 1 <= period < length:
+        raise ValueError(f"period must be at least 1 and less than {length}, got {period}")
+
+
 def induction_on_diagonal_with_one_extra_query(weights, period):
     # torch.diagonal(w, offset=-(period - 1)) starts at query period - 1, which has no earlier copy.
+    _in_range(period, weights.shape[-1])
     return torch.diagonal(weights, offset=-(period - 1), dim1=-2, dim2=-1).mean(dim=-1)
 
 
 def induction_previous_token(weights, period):
     length = weights.shape[-1]
+    _in_range(period, length)
     queries = torch.arange(period, length)
     return weights[..., queries, queries - 1].mean(dim=-1)
 
@@ -81,8 +94,10 @@ INDUCTION_SCORE = Exercise(
     cases=induction_cases,
     ladder=(("a sequence repeated once (period L / 2)", ""),
             ("other periods, float32", "the queries i = period ... L - 1, each at key i - period + 1, whatever "
-             "the period")),
-    hints={"leading axes": "accept any leading axes: the last two are (queries, keys)",
+             "the period"),
+            ("a period outside 1 to L - 1", "raise ValueError unless 1 <= period < L")),
+    hints={"period L": "raise ValueError unless 1 <= period < L",
+           "leading axes": "accept any leading axes: the last two are (queries, keys)",
            "float32": "keep the input's dtype",
            "period": "the queries i = period ... L - 1, each at key i - period + 1, whatever the period"},
     bugs={

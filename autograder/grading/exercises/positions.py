@@ -5,13 +5,21 @@ from __future__ import annotations
 import torch
 
 from ...spec import Exercise
-from .cases import TOLERANCE, call_case, randn
+from .cases import TOLERANCE, call_case, raises_case, randn
 
 
 # Positions turn into angles of up to ``position`` radians; a correct version that computes them
 # in float32 is off by ~position * 6e-8 rad, ~1e-5 at the positions of the float32 cases below
 # (under 200). So float32 cases take 1e-4, still far below any mistake's error (order 1).
 POSITION_F32 = {"rtol": 1e-4, "atol": 1e-4}
+
+
+def _even(what, n):
+    # The bugs refuse an odd size as the reference does: each differs from it in its one mistake
+    # only, so that none shows on the case that must raise (its hint names that failure).
+    if n % 2:
+        raise ValueError(f"{what} must be even, got {n}")
+
 
 # --- sinusoidal_positions ----------------------------------------------------------------------
 
@@ -22,11 +30,12 @@ def sinusoidal_cases(rng):
         sizes = {"L": int(length), "dim": int(dim)}
         features = {"offset": "an offset (positions after a cache)" if offset else "offset 0",
                     "base": "base 10000" if base is None else "another base",
-                    "positions": "one position" if length == 1 else "several positions"}
+                    "positions": "one position" if length == 1 else "several positions", "dim": "dim even"}
         return call_case(name, "sinusoidal_positions", [int(length), int(dim)], kwargs, sizes=sizes,
                          dtype="float32", rung=rung, features=features, **POSITION_F32)
 
     even = lambda lo, hi: 2 * int(rng.integers(lo // 2, hi // 2 + 1))  # noqa: E731
+    odd = even(6, 12) + 1
     return [
         case("5 to 7 positions from 0, dim 8", int(rng.integers(5, 8)), 8, rung=0),
         case("8 to 11 positions from 0, dim 14 to 20", int(rng.integers(8, 12)), even(14, 20), rung=0),
@@ -35,12 +44,17 @@ def sinusoidal_cases(rng):
         case("3 positions after a cache, base 50 to 199, dim 6", 3, 6, offset=int(rng.integers(1, 20)), base=float(rng.integers(50, 200))),
         case("35 to 44 positions from 0, dim 32", int(rng.integers(35, 45)), 32),
         case("4 positions from 0, base 8 to 12, dim 10", 4, 10, base=float(rng.integers(8, 13))),
+        raises_case("an odd dim (7 to 13)", "sinusoidal_positions", [4, odd], sizes={"L": 4, "dim": odd},
+                    rung=2,
+                    features={"offset": "offset 0", "base": "base 10000", "positions": "several positions",
+                              "dim": "an odd dim"}),
     ]
 
 
 def _sinusoidal(length, dim, offset=0, base=10000.0, *, swap=False, halves=False, use_offset=True,
                 exponent="2i/d", use_base=True, angle_dtype=torch.float64, start=0):
     """The reference with one step changed; each bug below sets one knob."""
+    _even("dim", dim)
     base = base if use_base else 10000.0
     first = (offset if use_offset else 0) + start
     positions = torch.arange(first, first + length, dtype=angle_dtype)[:, None]
@@ -70,8 +84,10 @@ SINUSOIDAL_POSITIONS = Exercise(
     cases=sinusoidal_cases,
     ladder=(("positions from 0", ""),
             ("a position offset, another base", "positions start at offset (the cached length) and the "
-             "wavelengths use the base given")),
-    hints={"an offset (positions after a cache)": "positions start at offset (the cached length): row t is "
+             "wavelengths use the base given"),
+            ("an odd dim", "raise ValueError for an odd dim")),
+    hints={"an odd dim": "raise ValueError for an odd dim",
+           "an offset (positions after a cache)": "positions start at offset (the cached length): row t is "
                                                   "position offset + t",
            "another base": "the wavelengths use the base given: pair i has frequency base^(-2i/dim)"},
     bugs={
@@ -105,7 +121,7 @@ def rope_cases(rng):
                     "offset": ("offset 0" if not offset else "an offset in the thousands" if offset >= 1000
                                else "an offset under 100"),
                     "base": "base 10000" if base is None else "another base",
-                    "positions": "one position" if shape[-2] == 1 else "several positions"}
+                    "positions": "one position" if shape[-2] == 1 else "several positions", "d": "d even"}
         return call_case(name, "apply_rope", [randn(rng, shape, dtype)], kwargs, sizes=sizes, dtype=dtype,
                          properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tol)
 
@@ -121,6 +137,10 @@ def rope_cases(rng):
         case("(B, H, L, d), base 300 to 899", (B, H, int(rng.integers(6, 10)), 8), base=float(rng.integers(300, 900))),
         case("(B, H, L, d), d = 16, 28 to 32 positions", (B, H, int(rng.integers(28, 33)), 16)),
         case("one position at 2500 to 3499, float64", (B, 2, 1, 8), offset=int(rng.integers(2500, 3500)), rung=2),
+        raises_case("(B, H, L, d), an odd d", "apply_rope", [randn(rng, (B, H, 5, 7), "float64")],
+                    sizes={"B": B, "H": H, "L": 5, "d": 7}, rung=3, as_tensors=True,
+                    features={"leading axes": ROPE_AXES[4], "dtype": "float64", "offset": "offset 0",
+                              "base": "base 10000", "positions": "several positions", "d": "an odd d"}),
     ]
 
 
@@ -128,6 +148,7 @@ def _rope(x, offset=0, base=10000.0, *, pairs="halves", sign=1, swap=False, use_
           use_base=True, angle_dtype=torch.float64):
     """The reference with one step changed; each bug below sets one knob."""
     length, dim = x.shape[-2], x.shape[-1]
+    _even("the last axis of x", dim)
     base = base if use_base else 10000.0
     first = offset if use_offset else 0
     positions = torch.arange(first, first + length, dtype=angle_dtype)[:, None]
@@ -156,6 +177,7 @@ def _rope_adjacent_angles_on_halves(x, offset=0, base=10000.0):
     """Half-split rotation with the angles laid out for adjacent pairs (repeat_interleave): the two
     conventions mixed, as when an interleaved checkpoint's cos/sin tables meet a half-split rotation."""
     length, dim = x.shape[-2], x.shape[-1]
+    _even("the last axis of x", dim)
     positions = torch.arange(offset, offset + length, dtype=torch.float64)[:, None]
     angles = positions * base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     angles = angles.repeat_interleave(2, dim=-1)  # (L, d): theta_0, theta_0, theta_1, theta_1, ...
@@ -171,8 +193,10 @@ APPLY_ROPE = Exercise(
             ("a position offset, another base", "positions start at offset (the cached length) and the "
              "angles use the base given"),
             ("a position in the thousands, float64", "compute the angles in float64 (float32 angles are off by "
-             "~1e-4 radians there)")),
-    hints={"leading axes": "accept any leading axes: the positions are axis -2 and the features axis -1",
+             "~1e-4 radians there)"),
+            ("an odd d", "raise ValueError when the last axis d is odd")),
+    hints={"an odd d": "raise ValueError when the last axis d is odd",
+           "leading axes": "accept any leading axes: the positions are axis -2 and the features axis -1",
            "float32": "keep the input's dtype: compute the angles in float64, then cast their cos and sin to it",
            "an offset under 100": "positions start at offset (the cached length): row t is at position offset + t",
            "an offset in the thousands": "compute the angles in float64 (float32 angles are off by ~1e-4 radians "

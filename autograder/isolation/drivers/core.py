@@ -115,10 +115,13 @@ def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_te
     return data
 
 
-def call_raises(ns, function, args=(), kwargs=None, sizes=None, expected="ValueError"):
+def call_raises(ns, function, args=(), kwargs=None, sizes=None, expected="ValueError", as_tensors=False):
     """Call ``function`` on inputs it must refuse: ``{"raises": ...}`` says what happened, the
-    name ``expected`` when it raised that exception (or a subclass), else what it did instead."""
+    name ``expected`` when it raised that exception (or a subclass), else what it did instead.
+    ``as_tensors`` as for :func:`call` (a PyTorch exercise must not fail on a numpy input first)."""
     args, kwargs = copy.deepcopy(list(args)), copy.deepcopy(dict(kwargs or {}))
+    if as_tensors:
+        args, kwargs = [_as_tensor(a) for a in args], {k: _as_tensor(v) for k, v in kwargs.items()}
     fn = getattr(ns.module(MODULE_OF[function]), function)
     try:
         fn(*args, **kwargs)

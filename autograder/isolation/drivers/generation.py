@@ -85,11 +85,12 @@ class _Model:
 
 def generate_run(ns, state, num_heads, prompt, max_new_tokens, temperature=0.0, use_cache=True, seed=None,
                  sizes=None):
-    """The learner's ``generate`` on the harness model: the tokens, whether the prompt was left
-    as it was, and how the model was called (the cache used, or not)."""
+    """The learner's ``generate`` on the harness model: the tokens, whether the prompt and the
+    model's weights were left as they were, and how the model was called (the cache used, or not)."""
     import torch
 
     model = _Model(state, num_heads)
+    weights = dict(model.w)  # the tensors themselves: an in-place change shows against the state
     given = torch.from_numpy(np.array(prompt))
     prompt_tensor = given.clone()
     torch.manual_seed(12345)  # torch's global generator: not the one a sampling case hands over
@@ -98,6 +99,10 @@ def generate_run(ns, state, num_heads, prompt, max_new_tokens, temperature=0.0, 
                                                   generator=generator, use_cache=use_cache)
     data = describe_result(result, ("tokens",))
     data["the prompt left as it was"] = bool(torch.equal(prompt_tensor, given))
+    data["model parameters unchanged"] = bool(
+        model.w.keys() == weights.keys() and all(model.w[k] is t for k, t in weights.items())
+        and all(np.array_equal(t.numpy(), np.asarray(state[k], dtype=np.float64))
+                for k, t in weights.items()))
     calls = model.calls
     if use_cache:
         first = calls[0] if calls else None
