@@ -250,3 +250,17 @@ def test_an_exception_names_the_learner_s_line_or_the_harness():
     except ValueError as err:
         assert package.describe(err).endswith("(raised by the grader's harness around your code, not by a line "
                                                "of yours)")
+
+
+def test_two_different_answers_to_inputs_that_must_be_refused_are_two_causes():
+    """One case raising nothing and one raising IndexError, where both must raise ValueError:
+    the summary names each, never one sentence "in 2 of 2 failing cases"."""
+    from autograder.scoring import cause
+    from autograder.spec import CaseResult
+
+    def failing(reason):
+        return cause(CaseResult("c", 0.0, 1.0, False, reason), None, [reason])
+
+    nothing = failing("raised nothing where it must raise ValueError")
+    other = failing("raised IndexError where it must raise ValueError")
+    assert nothing[0] != other[0] and nothing[1] != other[1]

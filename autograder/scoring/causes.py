@@ -70,7 +70,9 @@ def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
         return (error.kind,), result.feedback
     first = reasons[0] if reasons else result.feedback
     kind = next((k for words, k in _KINDS if words in first), "values")
-    return ("mismatch", kind, first.split(" ")[0]), first
+    # A call that must refuse its inputs: "raised nothing" and "raised IndexError" are two causes.
+    what = first if first.startswith("raised ") else first.split(" ")[0]
+    return ("mismatch", kind, what), first
 
 
 # A mismatch's kind (``_KINDS``) as an immediately visible output names it: in the grader's
