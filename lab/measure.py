@@ -216,8 +216,9 @@ def decode_step_times(positions, embed_dim=128, num_heads=8, num_kv_heads=2, rep
     """Seconds of one decoding step at each position ``t`` in ``positions``, with a KV cache
     holding the ``t - 1`` earlier tokens and by recomputing the causal pass over all ``t``.
 
-    Returns ``{"cache": [...], "recompute": [...]}``, medians of ``repeats`` (after one warm-up),
-    the two taking turns, and ``{"spread_cache": [...], "spread_recompute": [...]}``: the slowest
+    Returns ``{"cache": [...], "recompute": [...]}``, the fastest of ``repeats`` (after one
+    warm-up; on a shared machine noise only ever adds time, and a step of a fraction of a
+    millisecond is easily doubled by it), the two taking turns, and ``{"spread_cache": [...], "spread_recompute": [...]}``: the slowest
     repeat over the fastest, per position, the run-to-run scatter. The cache is filled once per position and copied before every timed
     step (the copy is not timed), so that each step appends to a cache of exactly ``t - 1``.
     """
@@ -242,7 +243,7 @@ def decode_step_times(positions, embed_dim=128, num_heads=8, num_kv_heads=2, rep
                 samples["cache"].append(cached)
                 samples["recompute"].append(recompute)
         for name in samples:
-            times[name].append(statistics.median(samples[name]))
+            times[name].append(min(samples[name]))
             times.setdefault(f"spread_{name}", []).append(max(samples[name]) / min(samples[name]))
     return times
 
