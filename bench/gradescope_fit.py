@@ -199,12 +199,7 @@ def _touches(folder: Path, floats: int | None) -> Path:
 
 # A single Gradescope grade of each: name -> builder of the submission in a fresh folder.
 SINGLES = {
-    "honest": lambda d: hostile_files.honest(d / "sub"),
-    "deep-notebook": lambda d: hostile_files.deep_notebook(d / "sub.ipynb"),
-    "deep-module": lambda d: hostile_files.deep_module(d / "sub"),
-    "newlines-notebook": lambda d: hostile_files.newlines_notebook(d / "sub.ipynb"),
-    "notebooks-zip": lambda d: hostile_files.notebooks_zip(d / "sub.zip"),
-    "frame-bomb": lambda d: hostile_files.frame_bomb(d / "sub"),
+    **hostile_files.attacks("sub"),
     "memory_bomb": lambda d: hostile_files.adversarial(d / "sub", "memory_bomb"),
     "hostile_text": lambda d: hostile_files.adversarial(d / "sub", "hostile_text"),
     "leak_inputs": lambda d: hostile_files.adversarial(d / "sub", "leak_inputs"),

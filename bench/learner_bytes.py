@@ -40,14 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import hostile_files  # noqa: E402
 
-ATTACKS = {
-    "honest": lambda d: hostile_files.honest(d / "mallory"),
-    "deep-notebook": lambda d: hostile_files.deep_notebook(d / "mallory.ipynb"),
-    "deep-module": lambda d: hostile_files.deep_module(d / "mallory"),
-    "newlines-notebook": lambda d: hostile_files.newlines_notebook(d / "mallory.ipynb"),
-    "notebooks-zip": lambda d: hostile_files.notebooks_zip(d / "mallory.zip"),
-    "frame-bomb": lambda d: hostile_files.frame_bomb(d / "mallory"),
-}
+ATTACKS = hostile_files.attacks("mallory")
 
 
 def _tree(pid: int) -> list[int]:

@@ -104,3 +104,16 @@ def adversarial(folder: Path, name: str, module: str = "attention") -> Path:
     with open(folder / f"{module}.py", "a") as f:
         f.write("\n\n" + (ROOT / "tests" / "adversarial" / f"{name}.py").read_text())
     return folder
+
+
+def attacks(name: str) -> dict:
+    """Each attack above (and the honest submission it stands beside), as a builder of the
+    submission called ``name`` in a given folder: ``attacks("mallory")["frame-bomb"](folder)``."""
+    return {
+        "honest": lambda d: honest(d / name),
+        "deep-notebook": lambda d: deep_notebook(d / f"{name}.ipynb"),
+        "deep-module": lambda d: deep_module(d / name),
+        "newlines-notebook": lambda d: newlines_notebook(d / f"{name}.ipynb"),
+        "notebooks-zip": lambda d: notebooks_zip(d / f"{name}.zip"),
+        "frame-bomb": lambda d: frame_bomb(d / name),
+    }
