@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         report_mod.write_atomic(args.json, report_mod.to_json(report))
     if args.quiet:
-        print(f"{report.score:g}/{report.max_score:g}")
+        print(f"{scoring.points(report.shown()[1])}/{scoring.points(report.max_score)}")  # as mha-grade --quiet
     else:
         report_mod.print_table(report)
         print("These are the public practice cases; your grade uses the same checks on hidden cases.")
