@@ -1,7 +1,7 @@
 """What a grade depends on besides the submission, and the one hash of it (:func:`fingerprint`).
 
 Three things must notice when a grade could change: the warm service behind ``check()``
-restarts (``service.py``), the reference outputs kept on disk are stored under a new key
+restarts (``service/``), the reference outputs kept on disk are stored under a new key
 (``grading/cache.py``), and a class's batch grades everything again
 (``classroom/batch.py``). All three take the hash from here, so they cannot disagree.
 

@@ -149,11 +149,11 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
     """A report (``report.Report``) of ``path`` (or a ``Submission``) on the public cases.
 
     ``zygote``: a learner-side process to use and keep (the warm service's); by default one
-    for this OS (``practice.learner_side``: confined on Linux), closed at the end."""
+    for this OS (``isolation/practice.learner_side``: confined on Linux), closed at the end."""
     import os
 
     from .isolation import exchange
-    from .practice import learner_side
+    from .isolation.practice import learner_side
     from .report import Report
     from .submission import Submission, load as load_submission
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         report_mod.print_table(report)
         print("These are the public practice cases; your grade uses the same checks on hidden cases.")
-    from .practice import LABEL, mode
+    from .isolation.practice import LABEL, mode
 
     if mode() == "spawn":
         print(f"({LABEL}: your code ran in a plain subprocess with a time limit; graded runs are confined, on Linux)")

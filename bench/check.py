@@ -3,7 +3,7 @@
 Each run starts a fresh Python (as a fresh kernel would be), which times, in itself:
 
 * the first ``check("softmax")``, from the interpreter's start: importing ``check``,
-  starting the grader service (``autograder/service.py``) and grading;
+  starting the grader service (``autograder/service/``) and grading;
 * then ``check(id)`` for each of the 17 exercises, against the warm service;
 
 and, in another fresh Python, a chapter's way: the set-up cell (``warm_up()`` first, which

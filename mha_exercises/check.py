@@ -2,7 +2,7 @@
 
 It grades the code the notebook runs (your ``mha_exercises/``, or the reference solutions
 when ``MHA_BACKEND=solutions``) with the same isolated grader as ``make grade``. The first
-check in a kernel starts the grader as a separate process (``autograder/service.py``) that
+check in a kernel starts the grader as a separate process (``autograder/service/``) that
 stays up while the kernel lives: each check sends it the exercise id and your module files
 as they are now, your code runs in a fresh confined process, and the verdict comes back in
 a fraction of a torch import. Nothing of the grader runs in this kernel. When the kernel
@@ -172,7 +172,7 @@ def _kernel_notes(package: str, name: str, exercise, sources: dict, report: dict
                      "what check() grades.")
     confinement = report.get("confinement") or {}
     if report.get("practice"):
-        from autograder.practice import LABEL
+        from autograder.isolation.practice import LABEL
 
         notes.append(f"({LABEL}: your code ran in a plain subprocess with a time limit; "
                      "graded runs are confined, on Linux)")

@@ -1,6 +1,6 @@
-"""check()'s warm grader (autograder/service.py): one per kernel, fresh grading every call,
+"""check()'s warm grader (autograder/service/): one per kernel, fresh grading every call,
 restarted when it died or the grader changed, gone with its kernel; and the spawn path
-that macOS and Windows use (autograder/practice.py), forced here with MHA_CHECK_MODE=spawn."""
+that macOS and Windows use (autograder/isolation/practice.py), forced here with MHA_CHECK_MODE=spawn."""
 import json
 import os
 import subprocess

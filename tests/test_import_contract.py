@@ -35,8 +35,8 @@ def test_the_contract_holds():
     ("autograder/report.py", "from .grading import runner", "Each audience sits above",
      "autograder.report -> autograder.grading.runner"),
     # the same, inside a function (read as well: the contract is about imports, not their time)
-    ("autograder/service.py", "def _f():\n    from .grading import judge", "Each audience sits above",
-     "autograder.service -> autograder.grading.judge"),
+    ("autograder/service/server.py", "def _f():\n    from ..grading import judge", "Each audience sits above",
+     "autograder.service.server -> autograder.grading.judge"),
     # the learner side reaching the classroom
     ("autograder/isolation/cases.py", "from ..classroom import batch", "The learner side imports nothing",
      "autograder.isolation.cases -> autograder.classroom.batch"),

@@ -1,4 +1,4 @@
-"""The warm service's grading mode: what ``autograder/service.py`` grades with when the
+"""The warm service's grading mode: what ``autograder/service/`` grades with when the
 reference solutions are installed. The service loads this module by name
 (``service.GRADING``), so that public code imports nothing of ``grading/`` (``.importlinter``);
 a learner release has no ``grading/`` and the service runs the self-check instead.

@@ -30,9 +30,9 @@ class Pristine:
                "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.autograd", "torch.overrides",
                "autograder.isolation.drivers", "autograder.isolation.drivers.core", "autograder.isolation.drivers.layer",
                "autograder.isolation.drivers.pruning", "autograder.isolation.protocol", "autograder.spec",
-               "autograder.isolation.worker", "autograder.isolation.zygote", "autograder.isolation.child",
-               "autograder.isolation.cases", "autograder.isolation.package", "autograder.isolation.confine",
-               "autograder.isolation.seccomp", __name__)
+               "autograder.isolation.frames", "autograder.isolation.worker", "autograder.isolation.zygote",
+               "autograder.isolation.child", "autograder.isolation.cases", "autograder.isolation.package",
+               "autograder.isolation.confine", "autograder.isolation.seccomp", __name__)
     PACKAGES = ("numpy", "torch", "autograder", "__main__")
 
     def __init__(self, namespaces: list):

@@ -1,6 +1,6 @@
 """Plain data over a socket: the only way anything leaves the learner's process.
 
-A message is a length-prefixed frame::
+A message is a length-prefixed frame (``frames.py``: the length checked before the body is read)::
 
     u64 total length | u32 header length | JSON header | raw array buffers
 
@@ -30,9 +30,10 @@ import json
 import math
 import socket
 import struct
-import time
 
 import numpy as np
+
+from . import frames
 
 # Captured now: learner code in the worker may later patch builtins or numpy attributes.
 _type, _isinstance, _len, _list, _dict, _tuple = type, isinstance, len, list, dict, tuple
@@ -54,18 +55,18 @@ MAX_STRING = 20_000
 # What the grader sends a child (the job): the learner's module sources travel as strings, of
 # up to a module's size (submission.MAX_SOURCE); the child reads them with these limits.
 JOB_LIMITS = {"max_string": 2**20, "max_header": MAX_MESSAGE}
+_HEAD_LENGTH = struct.Struct("<I")
 
 
 class Garbage(Exception):
     """Data that is not plain data of the expected form."""
 
 
-class Oversize(Garbage):
+class Oversize(Garbage, frames.Oversize):
     """A frame longer than what the reader allows: refused before its bytes are read."""
 
 
-class Closed(Exception):
-    """The other side closed the socket (the learner's process exited or was killed)."""
+Closed = frames.Closed  # the other side closed the socket (the learner's process exited or was killed)
 
 
 # ----------------------------------------------------------------------------------- encode
@@ -79,7 +80,7 @@ def encode(value, *, max_string: int = MAX_STRING) -> bytes:
     total = 4 + _len(head) + sum(_len(b) for b in buffers)
     if total > MAX_MESSAGE:
         raise Garbage(f"output of {total} bytes is larger than the {MAX_MESSAGE} bytes allowed")
-    return b"".join([struct.pack("<QI", total, _len(head)), head, *buffers])
+    return b"".join([frames.LENGTH.pack(total), _HEAD_LENGTH.pack(_len(head)), head, *buffers])
 
 
 def _tree(x, buffers, depth, counter):
@@ -167,7 +168,7 @@ def decode(frame: bytes, *, torch_tensors: bool = False, max_string: int = MAX_S
     """
     if _len(frame) < 4:
         raise Garbage("a truncated message")
-    (head_len,) = struct.unpack_from("<I", frame)
+    (head_len,) = _HEAD_LENGTH.unpack_from(frame)
     if head_len > _len(frame) - 4:
         raise Garbage("a message whose header is longer than the message")
     if head_len > max_header:
@@ -272,37 +273,16 @@ def recv_frame(sock: socket.socket, deadline: float | None = None, limit: int = 
     too short to hold a header; either way, before its body is read (the stream cannot be
     trusted after).
     """
-    (total,) = struct.unpack("<Q", _recv_exactly(sock, 8, deadline))
-    if total > min(limit, MAX_MESSAGE):
-        raise Oversize(f"a message of {total} bytes, more than the {min(limit, MAX_MESSAGE)} bytes left to it")
+    read_some = frames.of_socket(sock)
+    try:
+        total = frames.length(read_some, min(limit, MAX_MESSAGE), deadline)
+    except frames.Oversize as err:
+        raise Oversize(str(err)) from None
     if total < 4:
         raise Garbage(f"a message of {total} bytes")
-    return _recv_exactly(sock, total, deadline)
+    return frames.exactly(read_some, total, deadline)
 
 
 def recv(sock: socket.socket, deadline: float | None = None, *, torch_tensors: bool = False, **limits):
     """One message's value; ``limits``: ``max_string`` and ``max_header`` (e.g. JOB_LIMITS)."""
     return decode(recv_frame(sock, deadline), torch_tensors=torch_tensors, **limits)
-
-
-def _recv_exactly(sock, n, deadline):
-    """``n`` bytes, in one buffer grown as they arrive (never allocated on the sender's word alone)."""
-    data = bytearray()
-    while _len(data) < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            sock.settimeout(left)
-        else:
-            sock.settimeout(None)
-        try:
-            chunk = sock.recv(min(n - _len(data), 1 << 20))
-        except socket.timeout:
-            raise TimeoutError from None
-        except OSError as err:  # e.g. connection reset by a killed process
-            raise Closed(str(err)) from None
-        if not chunk:
-            raise Closed("end of stream")
-        data += chunk
-    return data

@@ -1,6 +1,6 @@
 """The practice path: the learner's code in a plain subprocess, where the confinement cannot run.
 
-The grader's confinement (``isolation/sandbox.py``: a zygote forked from the grader, process
+The grader's confinement (``sandbox.py``: a zygote forked from the grader, process
 groups, resource limits, ``/proc``) needs Linux. On macOS and Windows, ``check()`` and the
 self-check run each exercise in a fresh interpreter started with multiprocessing's *spawn*
 (no fork: it works the same on every OS), under the exercise's time limit and nothing
@@ -37,7 +37,7 @@ def learner_side(drivers: str = "autograder.isolation.drivers"):
     """The learner-side process handle for this OS: the confined zygote, or spawned processes."""
     if mode() == "spawn":
         return SpawnZygote(drivers)
-    from .isolation import sandbox
+    from . import sandbox
 
     return sandbox.Zygote(drivers)
 
@@ -67,8 +67,8 @@ class SpawnZygote:
     def launch(self, workdir: str = ""):
         """A child ready for its job: its imports done, so that the exercise's time limit
         counts the learner's code only."""
-        from .isolation.exchange import Child
-        from .isolation.sandbox import ZygoteError
+        from .exchange import Child
+        from .sandbox import ZygoteError
 
         process, sock = self.spare if self.spare is not None else self._spawn()
         self.spare = self._spawn()  # the next exercise's: its imports overlap this one's run
@@ -151,8 +151,8 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
                 import resource  # noqa: F401
             except ImportError:  # Windows: isolation/child.py imports it for limits this path never sets
                 sys.modules["resource"] = _no_limits()
-        from .isolation import cases, package, protocol
-        from .isolation.zygote import preload
+        from . import cases, package, protocol
+        from .zygote import preload
 
         drivers = preload(drivers_name)
         sock.sendall(b"R")
@@ -166,7 +166,8 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # what the learner prints goes nowhere: results use the socket
             os.dup2(devnull, fd)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # The folder holding autograder/ (and the references, in a full checkout): off the path.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != root]
         sys.meta_path.insert(0, package.Blocker())  # no solutions, no judge: as in the confined child
         cases.run(sock, job, drivers, _RunOnce())
