@@ -106,7 +106,7 @@ def _grade(argv: list[str], zygote) -> int:
             zygote.close()
         print(f"mha-grade: {err}", file=sys.stderr)
         if args.gradescope and isinstance(err, _Refused):  # the learner's to fix: results.json says so
-            from ..atomic import write_atomic  # deferred: tempfile, shutil: not before the exec
+            from ..atomic import write_atomic  # deferred: tempfile, not before the exec
             from .gradescope import refused  # deferred: NumPy (scoring), not before the exec
 
             why = str(err)  # the grader's path to the submission says nothing to the learner
@@ -123,7 +123,7 @@ def _grade(argv: list[str], zygote) -> int:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
     from .. import report as report_mod  # deferred: NumPy, not before the exec
-    from ..atomic import write_atomic  # deferred: tempfile, shutil: not before the exec
+    from ..atomic import write_atomic  # deferred: tempfile, not before the exec
     from ..scoring import points  # deferred: NumPy, not before the exec
 
     warning = report_mod.confinement_warning(zygote.confinement)

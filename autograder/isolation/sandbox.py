@@ -166,7 +166,7 @@ class Zygote:
 def learner_environment(run_as) -> dict:
     """The environment of a fresh learner-side interpreter: what Python needs to start and
     find the grader, one thread for the libraries, and nothing of the instructor's."""
-    from .zygote import KEEP_ENV  # deferred: resource (POSIX only) comes with it; sandbox runs on Windows too
+    from .zygote import KEEP_ENV  # deferred: POSIX only (resource); practice.py imports sandbox on Windows
 
     env = {k: os.environ[k] for k in KEEP_ENV + ("PYTHONHOME", "LD_LIBRARY_PATH") if k in os.environ}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
@@ -183,7 +183,7 @@ def _references_loaded() -> bool:
 
 
 def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_as) -> "_Forked":
-    from . import zygote  # deferred: resource (POSIX only) comes with it; sandbox runs on Windows too
+    from . import zygote  # deferred: POSIX only (resource); practice.py imports sandbox on Windows
 
     loaded = zygote.preload(drivers)  # in this process: the grader needs torch too
     grader = os.getpid()
