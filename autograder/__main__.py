@@ -11,12 +11,12 @@ import importlib
 import importlib.util
 import sys
 
+from .quick_exit import exit_now
+
 COMMAND_LINE = "autograder.classroom.cli"
 
 
 def main() -> None:
-    from .quick_exit import exit_now
-
     if importlib.util.find_spec("autograder.classroom") is None:
         sys.exit("mha-grade is the instructors' grader, not part of this release: `mha-check` "
                  "(or `python -m autograder.selfcheck`) checks your exercises on the public cases")

@@ -14,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 from .atomic import write_atomic  # noqa: F401  the one copy, for its writers (cli, selfcheck)
 from .inert import inert
+from .isolation import confine
 from .scoring import points, shown_points
 from .spec import ExerciseResult
 
@@ -105,8 +107,6 @@ WIDE = 110
 def print_rows(report: Report, console) -> None:
     """The table's content for a narrow terminal: a line per exercise (id, score, status), then its
     feedback below it, indented and wrapped between words only."""
-    import textwrap
-
     from rich.text import Text
 
     console.print(f"mha-grade: {report.submission}", soft_wrap=True)
@@ -126,7 +126,6 @@ def print_rows(report: Report, console) -> None:
 
 def print_table(report: Report, console=None) -> None:
     from rich.console import Console
-
     from rich.text import Text
 
     console = console or Console()
@@ -158,9 +157,7 @@ def confinement_warning(confinement: dict) -> str | None:
 
 
 def _confinement() -> dict:
-    from .isolation.confine import status
-
-    return status()
+    return confine.status()
 
 
 # ------------------------------------------------------------------------------ files

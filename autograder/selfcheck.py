@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, scoring
+from . import report as report_mod
+from .isolation import exchange
+from .isolation.practice import LABEL, learner_side, mode
+from .report import Report
 from .spec import POINTS, Case, CaseError, ExerciseResult
+from .submission import Submission, SubmissionError, load as load_submission
 
 CASES_DIR = Path(__file__).resolve().parent / "public_cases"
 PUBLIC_SEED = 20240601  # the hidden grading seed is another one (scripts/build_gradescope.py)
@@ -127,8 +133,6 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_imported: dict | None = None) -> list:
     """The learner's outputs on the stored cases, from a confined child (as the grader does);
     ``not_imported`` gets the child's record of the modules that did not import."""
-    from .isolation import exchange
-
     cases, timeouts = data["cases"], [c["timeout"] for c in data["cases"]]
     child = zygote.launch()
     child.start(exchange.job(data["id"], data["module"], sources, [(c["driver"], c["inputs"]) for c in cases],
@@ -149,14 +153,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
     """A report (``report.Report``) of ``path`` (or a ``Submission``) on the public cases.
 
     ``zygote``: a learner-side process to use and keep (the warm service's); by default one
-    for this OS (``isolation/practice.learner_side``: confined on Linux), closed at the end."""
-    import os
-
-    from .isolation import exchange
-    from .isolation.practice import learner_side
-    from .report import Report
-    from .submission import Submission, load as load_submission
-
+    for this OS (``isolation/practice.py::learner_side``: confined on Linux), closed at the end."""
     submission = path if isinstance(path, Submission) else load_submission(path)
     ids = list(exercises or available(directory))
     unknown = [e for e in ids if e not in available(directory)]
@@ -196,9 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="write the report as JSON")
     parser.add_argument("--quiet", "-q", action="store_true")
     args = parser.parse_args(argv)
-    from . import report as report_mod
-    from .submission import SubmissionError
-
     try:
         report = check_submission(args.submission, args.exercise)
     except (ValueError, SubmissionError) as err:
@@ -211,8 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         report_mod.print_table(report)
         print("These are the public practice cases; your grade uses the same checks on hidden cases.")
-    from .isolation.practice import LABEL, mode
-
     if mode() == "spawn":
         print(f"({LABEL}: your code ran in a plain subprocess with a time limit; graded runs are confined, on Linux)")
     return 0

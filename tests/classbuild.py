@@ -1,5 +1,5 @@
 """Building classes as instructors receive them, for the gradebook's tests and for
-``scripts/grade_class_300.py``: Gradescope's "Export Submissions" (unzipped: one top folder,
+``bench/gradebook_class.py``: Gradescope's "Export Submissions" (unzipped: one top folder,
 ``submission_<id>/`` folders, ``submission_metadata.yml`` with Ruby-symbol keys) and a Canvas
 gradebook export as the roster (with its "Points Possible" row and its test student).
 

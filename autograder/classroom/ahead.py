@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import threading
+from multiprocessing import Pipe
+
+from ..isolation.confine import die_with_parent
+from ..isolation.reexec import read_options
 
 
 class Ahead:
@@ -27,8 +32,6 @@ class Ahead:
     @classmethod
     def start(cls, options_fd: int) -> "Ahead | None":
         """Fork it now, before torch is imported; ``options_fd`` holds the batch's options."""
-        from multiprocessing import Pipe
-
         ours, theirs = Pipe()
         parent = os.getpid()
         try:
@@ -46,7 +49,7 @@ class Ahead:
 
     def prepared(self, asked: tuple):
         """What it read, if it read it for this command (``intake.asked``); else None."""
-        from .intake import Prepared
+        from .intake import Prepared  # deferred: NumPy, not before the process ahead is forked
 
         try:
             ready = pickle.loads(self.conn.recv_bytes())
@@ -71,8 +74,6 @@ class Ahead:
 
     def close(self) -> None:
         """End it (its work is done or no longer wanted) and reap it."""
-        import signal
-
         self.conn.close()
         try:
             os.kill(self.pid, signal.SIGKILL)
@@ -82,18 +83,14 @@ class Ahead:
 
 
 def _ahead(parent: int, options_fd: int, conn) -> None:
-    from ..isolation.confine import die_with_parent
-
     die_with_parent(parent)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing to say but through the batch, which says it once
         os.dup2(devnull, fd)
-    from ..isolation.reexec import read_options
-
     argv = read_options(options_fd)  # as the batch will read them
     ready = None
     if argv[:1] == ["batch"]:
-        from . import batch, intake
+        from . import batch, intake  # deferred: NumPy, not before the process ahead is forked
 
         try:
             args = batch.parser().parse_args(argv[1:])
@@ -123,7 +120,7 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
     except (EOFError, OSError):
         return
     try:
-        from .summary import plot
+        from .summary import plot  # deferred: NumPy, not before the process ahead is forked
 
         plot(stats, path)
         conn.send(0)

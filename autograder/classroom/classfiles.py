@@ -3,12 +3,15 @@ roster), the gradebook and feedback files, and the anonymised copies to share.
 """
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from ..inert import spreadsheet
 from ..scoring import points, round_points, shown_total
 from ..spec import POINTS
-from . import controls, files, gradebook
+from . import controls, feedback, files, gradebook, summary
+from . import similarity as sim
 
 
 def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
@@ -74,9 +77,6 @@ def _max_total(reports: dict[str, dict]) -> float:
 def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -> str:
     """``grades.csv``: a row per learner, points per exercise, total (their sum), late penalty,
     adjustments, final, status; ``submitted_as``: the id the submission came with."""
-    import csv
-    import io
-
     columns = exercise_columns(reports)
     f = io.StringIO()
     w = csv.writer(f)
@@ -95,8 +95,6 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -
 
 
 def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int) -> None:
-    from . import feedback
-
     files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
     canvas = [{"learner": r["learner"], "score": r["final"]} for r in rows if r["on_roster"]]
     files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, _max_total(reports)))
@@ -121,9 +119,6 @@ def _holds(path: Path, text: str) -> bool:
 def write_anonymous(out: Path, rows: list[dict], result, seed: int, stats) -> None:
     """``anonymous/``: grades, summary and similarity with each learner id replaced by a
     pseudonym (keyed by this folder's secret seed: stable between runs, not guessable)."""
-    from . import similarity as sim
-    from . import summary
-
     def rename(x):
         return gradebook.pseudonym(x, str(seed))
 

@@ -17,6 +17,9 @@ imports torch again). The seed is best given as ``--seed-file`` (a file only the
 read), never seen by any other process. Exit status: 0 when grading completed, whatever the
 score; 2 when the submission or the options are unusable (a submission refused whole still
 gets its ``--gradescope`` results: every exercise at 0, and why); 1 when the grader itself failed.
+
+Every start pays what this module imports at its top, before the exec: what only grading
+needs is imported where it is used (``tests/test_import_placement.py``).
 """
 from __future__ import annotations
 
@@ -74,10 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     if options_fd is not None:  # the fresh image: the zygotes first, then the options
         image = _image_parser().parse_args(argv)
         if image.ahead:  # before torch's import: reads the class on the other core meanwhile
-            from .ahead import Ahead
+            from .ahead import Ahead  # deferred: a batch's (multiprocessing), not before the exec
 
             ahead = Ahead.start(int(options_fd))
-        from ..isolation import sandbox
+        from ..isolation import sandbox  # deferred: NumPy (protocol.py), not before the exec
 
         try:
             for _ in range(image.zygotes):
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade(argv: list[str], zygote) -> int:
-    from ..isolation import sandbox
+    from ..isolation import sandbox  # deferred: NumPy (protocol.py), not before the exec
 
     args = parser().parse_args(argv)
     try:
@@ -103,8 +106,8 @@ def _grade(argv: list[str], zygote) -> int:
             zygote.close()
         print(f"mha-grade: {err}", file=sys.stderr)
         if args.gradescope and isinstance(err, _Refused):  # the learner's to fix: results.json says so
-            from ..atomic import write_atomic
-            from .gradescope import refused
+            from ..atomic import write_atomic  # deferred: tempfile, not before the exec
+            from .gradescope import refused  # deferred: NumPy (scoring), not before the exec
 
             why = str(err)  # the grader's path to the submission says nothing to the learner
             paths = sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True)
@@ -119,9 +122,9 @@ def _grade(argv: list[str], zygote) -> int:
         except (OSError, sandbox.ZygoteError) as err:
             print(f"mha-grade: cannot start the learner-side process: {err}", file=sys.stderr)
             return 1
-    from .. import report as report_mod
-    from ..atomic import write_atomic
-    from ..scoring import points
+    from .. import report as report_mod  # deferred: NumPy, not before the exec
+    from ..atomic import write_atomic  # deferred: tempfile, not before the exec
+    from ..scoring import points  # deferred: NumPy, not before the exec
 
     warning = report_mod.confinement_warning(zygote.confinement)
     if warning:
@@ -129,7 +132,7 @@ def _grade(argv: list[str], zygote) -> int:
     if zygote.confinement.get("unbounded"):  # what one learner's threads may cost here (isolation/budget.py)
         print(f"mha-grade: note: {zygote.confinement['unbounded']}", file=sys.stderr)
     try:
-        from ..grading import runner
+        from ..grading import runner  # deferred: the references, once the zygote is forked (.importlinter)
 
         report = runner.grade_submission(submission, exercises=args.exercise, seed=seed,
                                          time_limit=args.time_limit, budget=args.budget, zygote=zygote)
@@ -146,7 +149,7 @@ def _grade(argv: list[str], zygote) -> int:
     if args.json:
         write_atomic(args.json, report_mod.to_json(report), mode=0o600)  # it holds the seed
     if args.gradescope:
-        from .gradescope import results
+        from .gradescope import results  # deferred: NumPy (scoring), not before the exec
 
         write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2), mode=0o600)
     if args.quiet:
@@ -166,7 +169,7 @@ class _Refused(_Unusable):
 
 def _validate(args, read_submission: bool = True):
     """The submission (None if not ``read_submission``) and the seed, or _Unusable saying why."""
-    from ..spec import POINTS
+    from ..spec import POINTS  # deferred: 10 ms that mha-grade --help need not pay
 
     unknown = [e for e in args.exercise or () if e not in POINTS]
     if unknown:  # ids known but without checks: the runner says so
@@ -185,7 +188,7 @@ def _validate(args, read_submission: bool = True):
             raise _Unusable(f"--seed-file {args.seed_file}: invalid int value {text[:20]!r}") from None
     if not read_submission:
         return None, seed
-    from .. import submission as submission_mod
+    from .. import submission as submission_mod  # deferred: read after the exec only (see _check)
 
     try:
         return submission_mod.load(args.submission), seed
@@ -234,7 +237,7 @@ def _image_parser() -> argparse.ArgumentParser:
 
 
 def _batch(argv: list[str], zygotes: list, ahead) -> int:
-    from . import batch
+    from . import batch  # deferred: NumPy and the whole batch, not before the exec
 
     return batch.main(argv, zygotes=zygotes, ahead=ahead)
 

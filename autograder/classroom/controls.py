@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .. import scoring
+from .gradebook import parse_time
+
 EXTENSIONS = "extensions.csv"
 ADJUSTMENTS = "adjustments.csv"
 TOTAL = "total"
@@ -78,8 +81,6 @@ def _who(path, line: int, name: str, ids: dict[str, str]) -> str:
 
 def read_extensions(path: Path, ids: dict[str, str]) -> dict[str, datetime]:
     """``{learner: their deadline}``; ``ids``: every id a learner may be named by -> their id."""
-    from .gradebook import parse_time
-
     deadlines: dict[str, datetime] = {}
     for line, row in _rows(path, ("learner", "deadline"), {"due_at": "deadline"}):
         who = _who(path, line, row["learner"], ids)
@@ -116,6 +117,4 @@ def read_adjustments(path: Path, ids: dict[str, str], exercises) -> list[Adjustm
 
 
 def signed(x: float) -> str:
-    from ..scoring import points
-
-    return ("+" if x >= 0 else "-") + points(abs(x))
+    return ("+" if x >= 0 else "-") + scoring.points(abs(x))

@@ -31,6 +31,8 @@ from pathlib import Path
 from ..inert import excerpt, inert
 from ..scoring import MISMATCH_WORDS, points, sentence, shown_points
 from ..spec import POINTS
+from ..submission import SubmissionError, load
+from .files import write_atomic
 
 DETAILS_VISIBILITY = "after_published"
 # Learner text an exercise's visible output may hold: per cause, the exception type's name
@@ -201,16 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(args.report.read_text())
     intake = None
     if args.submission:
-        from ..submission import SubmissionError, load
-
         try:
             intake = load(args.submission).intake()
         except SubmissionError as err:
             intake = str(err)
         intake = intake.replace(str(args.submission) + "/", "").replace(str(args.submission), "your submission")
     data = results(report, intake)
-    from .files import write_atomic
-
     write_atomic(args.results, json.dumps(data, indent=2))
     return 0
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import yaml
+
 from .gradebook import Learner, gradescope_time
 
 METADATA = "submission_metadata.yml"
@@ -92,8 +94,6 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
     """The export of ``root``, whose submission folders are ``folders`` (by folder name).
     Metadata that cannot be used raises ExportError naming the file when ``strict``; else it
     is said in a warning and None is returned (the folders keep their names)."""
-    import yaml
-
     file = Path(root) / METADATA
     try:
         # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import gradebook, gradescope_export
+from ..limited import READ_SECONDS
+from ..spec import POINTS
+from ..stubs import StubsMissing
+from ..submission import SubmissionError, load
+from . import controls, gradebook, gradescope_export
+from . import similarity as sim
 
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
 
@@ -38,8 +43,6 @@ def find_submissions(directory: Path) -> dict[str, Path]:
 def content_hash(path: Path) -> str:
     """The hash of what the grader reads from ``path`` (its graded sources), or of the reason
     it reads nothing."""
-    from ..submission import SubmissionError, load
-
     try:
         return load(path).sha256
     except SubmissionError as err:
@@ -86,8 +89,6 @@ def check_command(directory: Path, out: Path, jobs: int, warn=lambda message: No
 
 def read_seconds(timeout: float) -> float:
     """Seconds to read (and fingerprint) one submission in a batch whose ``--timeout`` is ``timeout``."""
-    from ..limited import READ_SECONDS
-
     return min(timeout, READ_SECONDS)
 
 
@@ -138,8 +139,6 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
     the batch passes no more than its ``--timeout``): one that fails is refused alone, with
     a message saying why, and the rest of the class is read.
     """
-    from ..submission import SubmissionError, load
-
     said: list[str] = []
 
     def note(message: str) -> None:
@@ -165,9 +164,6 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
         except SubmissionError as err:
             ready.refused[learner] = str(err).replace(str(path), learner)
     if similarity:
-        from . import similarity as sim
-        from ..stubs import StubsMissing
-
         finder = sim.Similarity(Path(out) / ".similarity", warn=note, seconds=seconds)
         try:
             prints = finder.code_all({sub.sha256: sub.sources for sub in ready.loaded.values()})
@@ -211,9 +207,6 @@ def _renamed(export, identity: dict[str, str]):
 
 def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: Path | None, note) -> None:
     """The extensions and adjustments: the files given, else the copies kept in OUT."""
-    from ..spec import POINTS
-    from . import controls
-
     ids = {}
     submitters = [(who, ready.owner[who.id]) for people in ready.claims.values() for who in people]
     for who, person in [(p, p.id) for p in ready.people] + submitters:  # the roster's ids, then the submitters'

@@ -29,6 +29,10 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import yaml
+
+from .. import SECRET, within
+from ..spec import MODULE_OF
 from .learner_readme import LEARNER_REQUIREMENTS, readme
 from .unsolved import shows_solution, strip_file
 
@@ -59,8 +63,6 @@ def _module(path: Path) -> str:
 
 def shipped_packages() -> list[str]:
     """The top-level packages ``pyproject.toml`` installs, minus the secret ones."""
-    from autograder import SECRET, within
-
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
     names = sorted({p.rstrip("*").rstrip(".") for p in patterns})
@@ -69,8 +71,6 @@ def shipped_packages() -> list[str]:
 
 def shipped_files() -> list[Path]:
     """Every file of the repository that goes into the release (the rule of the docstring)."""
-    from autograder import SECRET, within
-
     files = [p for name in shipped_packages() for p in _tracked(ROOT / name)
              if not within(_module(p), SECRET)]
     toc = (ROOT / "_toc.yml").read_text()
@@ -101,8 +101,6 @@ def write_learner_book_config(path: Path) -> None:
     """The book's ``_config.yml`` with every ``{solution}`` hidden (sphinx-exercise's
     ``hide_solutions``), for ``jupyter-book build . --config PATH``: the book as learners may
     see it before the deadline. Its notebook runs are those of ``make book`` (the same cache)."""
-    import yaml
-
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
@@ -118,9 +116,9 @@ def write_learner_book_config(path: Path) -> None:
 
 def public_cases(directory: Path) -> dict[str, int]:
     """Each exercise's public cases with the reference's and the known bugs' outputs."""
-    from autograder import selfcheck
-    from autograder.grading import judge
-    from autograder.grading.exercises import EXERCISES, draw
+    from .. import selfcheck  # deferred: NumPy; --book-config (make book-learner) needs none of these
+    from ..grading import judge  # deferred: the references; --book-config needs none of these
+    from ..grading.exercises import EXERCISES, draw  # deferred: torch; --book-config needs none of these
 
     counts = {}
     for exercise in EXERCISES.values():
@@ -172,9 +170,7 @@ def build(out: Path, html: Path | None = None) -> tuple[dict[str, int], int]:
     python = tomllib.loads(pyproject)["project"]["requires-python"]
     (out / "pyproject.toml").write_text(_pyproject(pyproject, shipped_packages()))
     (out / LEARNER_REQUIREMENTS).write_text(_learner_requirements())
-    from autograder.spec import MODULE_OF  # the files a submission holds
-
-    submit = sorted({f"{module}.py" for module in MODULE_OF.values()})
+    submit = sorted({f"{module}.py" for module in MODULE_OF.values()})  # the files a submission holds
     (out / "README.md").write_text(readme(python, html is not None, submit))
     shutil.copy2(ROOT / "CONTRACT.md", out / "CONTRACT.md")  # every exercise's names, shapes, conventions
     counts = public_cases(out / "autograder" / "public_cases")

@@ -15,11 +15,15 @@ class's files with ones that lost information without saying so.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
+from ..scoring import points
 from . import files
+from .classfiles import file_name
 from .intake import BatchError
 
 RECORD = "class.json"
@@ -63,8 +67,6 @@ def record(out: Path, ready) -> None:
 
 def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str]:
     """Move the feedback and reports of learners not in this run to ``stale/``; say so."""
-    from .classfiles import file_name
-
     out = Path(out)
     keep = {"feedback": {file_name(r["id"]) + ext for r in rows for ext in (".md", ".html")},
             "reports": {f"{name}.json" for name in submissions}}
@@ -90,10 +92,6 @@ def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str
 def log_changes(out: Path, rows: list[dict], warn) -> int:
     """Append to ``history.csv`` each learner whose final score differs from the one in OUT's
     ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
-    from datetime import datetime, timezone
-
-    from ..scoring import points
-
     out = Path(out)
     try:
         with open(out / "grades.csv", newline="", encoding="utf-8") as f:
@@ -105,8 +103,6 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
                if before.get(r["id"]) != points(r["final"])]
     if not changed:
         return 0
-    import io
-
     text = io.StringIO()
     w = csv.writer(text)
     if not (out / HISTORY).exists():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,8 @@ import numpy as np
 
 from .. import depends
 from ..isolation import protocol
+from ..spec import Case
+from . import judge
 
 KEEP = 8  # grader versions whose outputs stay on disk (a few hundred kB each)
 _KEY: list = []  # computed once per process
@@ -61,8 +64,6 @@ def key() -> str:
 def cases(exercise, seed: int, draw) -> list:
     """The exercise's grading cases for ``seed``: from disk when stored, else ``draw()``-n now
     and stored (chapter 6's draw reads the lab's weights and data: 60 ms of a grade)."""
-    from ..spec import Case
-
     where, version = directory(), key()
     # The drawing function by name: one of the checks' own (whose source ``key`` covers), never
     # a stand-in (a test's lambda) that would read or leave the real cases' file.
@@ -93,8 +94,6 @@ def warm(exercise, seed: int, cases: list) -> None:
     if _WARMED.get(id(cases)) is cases:
         return
     _WARMED[id(cases)] = cases
-    from . import judge
-
     where, version = directory(), key()
     if where is None:
         return
@@ -149,8 +148,6 @@ def _write(path: Path, value) -> None:
 
 def _prune(where: Path, keep: int = KEEP) -> None:
     """Forget the outputs of all but the ``keep - 1`` most recent other grader versions."""
-    import shutil
-
     versions = sorted((p for p in where.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     for old in versions[: max(len(versions) - keep + 1, 0)]:
         shutil.rmtree(old, ignore_errors=True)

@@ -15,6 +15,7 @@ from ..isolation import drivers
 from ..scoring import check_case, compare_outputs  # noqa: F401  (the release builder and tests use them here)
 from ..spec import Case, CaseError, Exercise, ExerciseResult
 from . import reference
+from .exercises import draw
 
 PROPERTIES = scoring.PROPERTIES
 
@@ -118,8 +119,6 @@ _DRAWN: dict = {}  # (exercise id, seed) -> (exercise, its grading cases), for j
 def in_process_cases(exercise: Exercise, seed: int = 0) -> list[Case]:
     """The cases :func:`judge_in_process` grades ``exercise`` on for ``seed``: drawn once per
     process, the same Case objects each time, so the reference's and the bugs' outputs are kept."""
-    from .exercises import draw
-
     drawn = _DRAWN.get((exercise.id, seed))
     if drawn is None or drawn[0] is not exercise:
         drawn = _DRAWN[(exercise.id, seed)] = (exercise, draw.grading_cases(exercise, seed))

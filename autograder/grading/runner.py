@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
+import torch
 
 from .. import __version__
 from ..isolation import exchange, protocol, sandbox
@@ -41,8 +42,9 @@ from ..isolation.budget import TASKS, remove_tree
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
-from . import cache
+from . import cache, judge
 from .arguments import describe_rejected
+from .exercises import EXERCISES, draw
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
 PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy
@@ -63,8 +65,6 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
     """
     started = time.monotonic()
     submission = path if isinstance(path, Submission) else load(path)
-    from .exercises import EXERCISES
-
     selected = select(EXERCISES, exercises)
     own_zygote = zygote is None
     zygote = zygote or sandbox.Zygote()
@@ -104,8 +104,6 @@ def select(exercises: dict[str, Exercise], ids) -> list[Exercise]:
 
 def case_rng(seed: int, exercise_id: str) -> np.random.Generator:
     """Each exercise its own stream, the grading one (``exercises/draw.py``: disjoint from the public draw)."""
-    from .exercises import draw
-
     return draw.rng(seed, exercise_id)
 
 
@@ -120,8 +118,6 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
     if hit is None or hit[0] is not exercise:  # the exercise kept with its cases: ids are reused
         if len(_CASES) >= 1024:
             _CASES.clear()
-        from .exercises import draw
-
         # none shares a public case's inputs; drawn once per grader version and seed, then read from disk
         hit = _CASES[key] = (exercise, cache.cases(exercise, seed, lambda: draw.grading_cases(exercise, seed)))
     return hit[1]
@@ -149,8 +145,6 @@ class _Running:
 def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch,
                parallel) -> list[ExerciseResult]:
     """Keep ``parallel`` children running; collect them in order, judging each while the next run."""
-    from . import judge
-
     # The slowest exercises (their longer time limits say which: chapter 6's model) start
     # first, so that with two children the rest runs beside them instead of after them.
     order = sorted(selected, key=lambda e: -e.timeout)
@@ -187,7 +181,7 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
             run = queue.popleft()
             outputs = _outputs(zygote, run, run_deadline, idle)
             fill()  # the next exercise starts (in the child just freed if reusable) before this is judged
-            results.append(_judge(judge, run, outputs))
+            results.append(_judge(run, outputs))
     finally:
         for c in idle + [r.child for r in queue if r.child is not None]:
             zygote.finish(c)
@@ -297,7 +291,7 @@ def _bounded(seconds: float, extra_mb: int):
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
+def _judge(run: _Running, outputs: list) -> ExerciseResult:
     notes = []
     if run.proxies:
         names = list(run.proxies)
@@ -326,6 +320,4 @@ def _judge(judge, run: _Running, outputs: list) -> ExerciseResult:
 
 
 def _versions() -> dict[str, str]:
-    import torch
-
     return {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}

@@ -31,9 +31,12 @@ whose kernel offered a layer that then fails to apply exits before running any l
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 import sysconfig
+
+import autograder
 
 from . import budget, seccomp
 
@@ -122,16 +125,12 @@ def _readable() -> list[str]:
     """The Python installation, the directories of every file mapped now (the shared
     libraries of Python, NumPy and torch), the learner-side files of the grader; never a
     directory holding a secret (the checkout, the solutions, the grader's other modules)."""
-    import autograder
-
     package = os.path.dirname(os.path.realpath(autograder.__file__))
     secrets = {package}
     above = os.path.dirname(package)
     if os.path.basename(above) not in ("site-packages", "dist-packages"):
         secrets.add(above)  # a checkout, or Gradescope's source folder (the seed is there)
     try:
-        import importlib.util
-
         spec = importlib.util.find_spec("solutions")
         for where in (spec.submodule_search_locations or []) if spec else []:
             secrets.add(os.path.realpath(where))
@@ -171,7 +170,7 @@ def _allow(path: str, secrets: set, allowed: set) -> None:
 def _mapped_directories() -> set[str]:
     """Where the files mapped into this process are (shared libraries), but never a temporary
     directory (where the scratch directories of other runs are)."""
-    import tempfile
+    import tempfile  # deferred: only the zygote needs it; mha-grade's start-up imports this module
 
     temporary = tuple(os.path.realpath(t) for t in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"))
     out = set()

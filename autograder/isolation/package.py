@@ -5,12 +5,15 @@ exercises the graded one may use can be *proxied*: answered by the grader's refe
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import linecache
 import sys
 import traceback
 import types
 
 from autograder import LEARNER_SIDE, within
+from autograder.spec import MODULE_OF
 
 PACKAGE = "mha_exercises"
 _isinstance, _type, _str, _len = isinstance, type, str, len  # learner code may patch builtins
@@ -54,10 +57,6 @@ class Submission:
     """
 
     def __init__(self, sources: dict, proxies: dict, own: str, call_grader):
-        import importlib.util
-
-        from autograder.spec import MODULE_OF
-
         self.sources, self.proxies, self.own, self.module_of = sources, proxies, own, MODULE_OF
         self.functions = {name: _proxy(name, call_grader) for name in proxies}
         self._util = importlib.util
@@ -167,8 +166,6 @@ class Namespace:
         self.submission = submission
 
     def module(self, name: str):
-        import importlib
-
         module = importlib.import_module(f"{PACKAGE}.{name}")
         self.submission.install_proxies()
         return module

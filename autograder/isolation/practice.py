@@ -18,6 +18,8 @@ import os
 import signal
 import socket
 import sys
+import tempfile
+import types
 
 LABEL = "practice check, not confined"
 READY_SECONDS = 120.0  # for a spawned interpreter to import torch and the drivers
@@ -37,7 +39,7 @@ def learner_side(drivers: str = "autograder.isolation.drivers"):
     """The learner-side process handle for this OS: the confined zygote, or spawned processes."""
     if mode() == "spawn":
         return SpawnZygote(drivers)
-    from . import sandbox
+    from . import sandbox  # deferred: check()'s client imports this module for mode() alone
 
     return sandbox.Zygote(drivers)
 
@@ -46,7 +48,7 @@ class SpawnZygote:
     """Fresh spawned interpreters, one per exercise, instead of the confined zygote's forks."""
 
     def __init__(self, drivers: str = "autograder.isolation.drivers"):
-        import multiprocessing
+        import multiprocessing  # deferred: check()'s client imports this module for mode() alone
 
         self.drivers = drivers
         # For the report, as ``sandbox.Zygote.confinement`` (``confine.status``): nothing here.
@@ -67,8 +69,8 @@ class SpawnZygote:
     def launch(self, workdir: str = ""):
         """A child ready for its job: its imports done, so that the exercise's time limit
         counts the learner's code only."""
-        from .exchange import Child
-        from .sandbox import ZygoteError
+        from .exchange import Child  # deferred: check()'s client imports this module for mode() alone
+        from .sandbox import ZygoteError  # deferred: as Child, for mode() alone
 
         process, sock = self.spare if self.spare is not None else self._spawn()
         self.spare = self._spawn()  # the next exercise's: its imports overlap this one's run
@@ -131,8 +133,6 @@ class _RunOnce:
 
 def _no_limits():
     """A stand-in for the POSIX ``resource`` module, for importing isolation/ on Windows."""
-    import types
-
     module = types.ModuleType("resource")
     module.RLIM_INFINITY = -1
     module.getrlimit = lambda which: (-1, -1)
@@ -151,8 +151,8 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
                 import resource  # noqa: F401
             except ImportError:  # Windows: isolation/child.py imports it for limits this path never sets
                 sys.modules["resource"] = _no_limits()
-        from . import cases, package, protocol
-        from .zygote import preload
+        from . import cases, package, protocol  # deferred: after the resource stand-in (Windows)
+        from .zygote import preload  # deferred: after the resource stand-in too
 
         drivers = preload(drivers_name)
         sock.sendall(b"R")
@@ -160,8 +160,6 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
         here = os.path.join(job["workdir"], str(job["exercise"]).replace("/", "_"))
         os.makedirs(here, exist_ok=True)
         os.chdir(here)
-        import tempfile
-
         tempfile.tempdir = here
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # what the learner prints goes nowhere: results use the socket

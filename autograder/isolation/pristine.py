@@ -1,11 +1,13 @@
 """Whether a child may run another exercise: the process state learner code could change."""
 from __future__ import annotations
 
+import _signal
 import gc
 import os
 import resource
 import signal
 import sys
+import warnings
 
 _isinstance, _str, _list, _len = isinstance, str, list, len  # learner code may patch builtins
 
@@ -72,9 +74,6 @@ class Pristine:
     @staticmethod
     def process_state() -> tuple:
         """The rest, compared by value (the modules above by identity)."""
-        import _signal
-        import warnings
-
         import numpy
         import torch
 

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from autograder import REFERENCES, within
+
 from . import budget, confine
 from .exchange import Child
 
@@ -164,7 +166,7 @@ class Zygote:
 def learner_environment(run_as) -> dict:
     """The environment of a fresh learner-side interpreter: what Python needs to start and
     find the grader, one thread for the libraries, and nothing of the instructor's."""
-    from .zygote import KEEP_ENV
+    from .zygote import KEEP_ENV  # deferred: POSIX only (resource); practice.py imports sandbox on Windows
 
     env = {k: os.environ[k] for k in KEEP_ENV + ("PYTHONHOME", "LD_LIBRARY_PATH") if k in os.environ}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
@@ -177,13 +179,11 @@ def learner_environment(run_as) -> dict:
 
 def _references_loaded() -> bool:
     """Whether reference code (which a forked zygote would carry in memory) is imported here."""
-    from autograder import REFERENCES, within
-
     return any(within(name, REFERENCES) for name in sys.modules)
 
 
 def _fork_zygote(control: socket.socket, ours: socket.socket, drivers: str, run_as) -> "_Forked":
-    from . import zygote
+    from . import zygote  # deferred: POSIX only (resource); practice.py imports sandbox on Windows
 
     loaded = zygote.preload(drivers)  # in this process: the grader needs torch too
     grader = os.getpid()

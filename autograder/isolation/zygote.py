@@ -12,14 +12,16 @@ secrets (``isolation/reexec.py``) and scrubs what it inherited (:func:`scrub_env
 from __future__ import annotations
 
 import ctypes
+import encodings.idna  # noqa: F401  socket calls import it lazily: once confined, a child may not read it
 import gc
+import importlib
 import os
 import signal
 import socket
 import struct
 import sys
 
-from . import child, confine
+from . import child, confine, protocol
 from .pristine import Pristine, children
 
 # The environment a learner-side process keeps: what Python, NumPy and torch read, nothing
@@ -52,17 +54,11 @@ def preload(drivers_name: str = "autograder.isolation.drivers"):
     fails as a crash with that message, and the grader's report says so).
     """
     os.environ["OMP_NUM_THREADS"] = "1"
-    import importlib
-
-    import encodings.idna  # noqa: F401  (socket calls import it lazily: after confinement it may be unreadable)
-
     import numpy  # noqa: F401
     import torch
 
     torch.set_num_threads(1)
     torch.ones(2).softmax(0)  # torch's lazy start-up (cpuinfo reads /proc), once, here
-    from autograder.isolation import protocol
-
     protocol.capture_torch()
     try:
         return importlib.import_module(drivers_name)

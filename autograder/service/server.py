@@ -10,7 +10,10 @@ import signal
 import sys
 
 from ..isolation import frames
+from ..isolation.confine import die_with_parent
 from ..isolation.practice import learner_side, mode
+from ..quick_exit import exit_now
+from ..submission import MAX_SOURCE, MODULES, Submission, load
 from . import GRADERS, GRADING, channel
 
 
@@ -25,15 +28,13 @@ class _Grader:
             grading = importlib.import_module(GRADING)
             self.runner, self.exercises = grading, grading.EXERCISES
         else:
-            from .. import selfcheck
+            from .. import selfcheck  # deferred: a learner release's service alone runs it (numpy)
 
             self.selfcheck = selfcheck
         self.warm = iter(self.exercises.values()) if kind == "grade" else iter(())
         self.rehearsed = kind != "grade"
 
     def grade(self, request: dict) -> dict:
-        from ..submission import MAX_SOURCE, MODULES, Submission
-
         exercise, sources, path = request.get("exercise"), request.get("sources"), request.get("path")
         limit = request.get("time_limit")
         if (type(exercise) is not str or type(sources) is not dict or type(path) is not str
@@ -72,8 +73,6 @@ class _Grader:
         """Grade the reference ``softmax`` once, as a check would, and drop the report: the
         grader's lazily imported modules and the confined child's path are then warm when the
         learner's first check arrives (the set-up cell starts the service ahead of it)."""
-        from ..submission import load
-
         try:
             folder = next(iter(importlib.util.find_spec("solutions").submodule_search_locations))
             self.runner.grade_submission(load(folder), exercises=["softmax"], zygote=self.zygote)
@@ -121,8 +120,6 @@ def main(argv: list[str] | None = None) -> None:
     parent, kind = int(argv[0]), argv[1]
     if kind not in GRADERS:
         sys.exit(f"autograder.service: unknown grader {kind!r}")
-    from ..isolation.confine import die_with_parent
-
     die_with_parent(parent)  # Linux: the kernel's death kills this process, whatever it is doing
     # The kernel's interrupt (a learner stopping a cell) reaches its whole process group: it is
     # not meant for the service, which ends with its kernel (above) or its channel's end.
@@ -135,7 +132,5 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(2, 1)
     os.close(devnull)
     serve(requests, replies, kind)
-    from ..quick_exit import exit_now
-
     exit_now(0)  # the kernel is gone or restarting it: no teardown to wait for
 
