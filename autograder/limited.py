@@ -18,12 +18,16 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import select
 import signal
 import sys
 import time
 from typing import Callable
+
+try:
+    import resource
+except ImportError:  # Windows: there is no fork either, so call() reads in process and sets no limit
+    resource = None
 
 READ_SECONDS = 30.0  # wall and CPU seconds to read one submission: an honest one takes well under 1 s
 READ_MB = 384  # memory a reader may add to the grader's: a 20 MB notebook's JSON needs about 100 MB

@@ -283,3 +283,29 @@ def test_an_exercise_s_messages_are_counted_too(monkeypatch):
     assert ended == "oversize" and outputs == [None, None]
     grader.close()
     learner.close()
+
+
+def test_a_submission_is_read_where_there_is_neither_fork_nor_resource(tmp_path):
+    """As on Windows, where a learner release's self-check reads a zip in process: importing
+    the reader must not need the POSIX-only ``resource``, and the in-process guards answer."""
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "hw.zip", "w") as z:
+        z.write(ROOT / "solutions" / "attention.py", "hw/attention.py")
+    script = (
+        "import os, sys\n"
+        "sys.modules['resource'] = None\n"  # an import of it now raises ImportError
+        "del os.fork\n"
+        "from autograder import limited, submission\n"
+        "assert limited.resource is None\n"
+        f"s = submission.load({str(tmp_path / 'hw.zip')!r})\n"
+        "print(sorted(s.sources))\n"
+        "try:\n"
+        "    limited.call(submission.read, 'no-such-folder', what='reading it', expected=submission.SubmissionError)\n"
+        "except submission.SubmissionError as err:\n"
+        "    print('refused:', err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "['attention']" in out.stdout
+    assert "refused:" in out.stdout
