@@ -234,7 +234,7 @@ class _Grader:
 def _remove_stale_folders() -> None:
     """The temporary folders of this user's batches that were killed (SIGKILL leaves no time to
     remove them): ``mha-batch-<pid>-*`` whose process is gone."""
-    from ..isolation.budget import remove_tree
+    from ..isolation.cleanup import remove_tree
 
     where = tempfile.gettempdir()
     try:
@@ -346,7 +346,7 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         for g in graders:
             g.kill() if g.job else g.stop()
         getattr(grade, "reap", lambda: None)()
-        from ..isolation.budget import remove_tree
+        from ..isolation.cleanup import remove_tree
 
         remove_tree(tempfile.tempdir)
         tempfile.tempdir = temporary
