@@ -24,7 +24,7 @@ _ADDED = re.compile(r"(\s*\(\d+\)|[\s_-]+\d+|[\s_-]*copy(\s*\d+)?)$", re.IGNOREC
 CLOSE = 0.8  # difflib's ratio from which a name is a close spelling of a module's
 
 
-def choose(where: str, tree: Tree) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def choose(where: str, tree: Tree) -> tuple[dict[str, str], tuple, tuple, tuple]:
     """``(sources, taken, ignored, misnamed)`` of a :class:`~autograder.submission.Submission`
     from the files of ``tree``; SubmissionError when none of them is an exercise file."""
     modules: dict[str, list[File]] = {}
