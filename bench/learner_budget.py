@@ -72,7 +72,7 @@ def main() -> int:
                             tasks=args.user_tasks, run_as=run_as, checkout=args.checkout,
                             time_limit=args.time_limit)
         finally:
-            from autograder.isolation.budget import remove_tree
+            from autograder.isolation.cleanup import remove_tree
 
             remove_tree(str(where))
         table.add_row(name + ("" if got["returncode"] == 0 else f" (exit {got['returncode']})"),

@@ -24,6 +24,7 @@ import pytest
 from budget_attack import run_class, system_user
 
 from autograder.isolation import budget, confine, confinement
+from autograder.isolation.cleanup import remove_tree
 
 LEARNER_USER = "mha-confine-test"  # as tests/test_confinement.py's
 GRADER_USER = "mha-budget-grader"  # an instructor without root
@@ -89,7 +90,7 @@ def shared_dir():
     where = Path(tempfile.mkdtemp(prefix="mha-budget-test-", dir="/tmp"))
     where.chmod(0o777)
     yield where
-    budget.remove_tree(str(where))
+    remove_tree(str(where))
 
 
 def _user(name: str) -> tuple[int, int]:
@@ -115,7 +116,7 @@ def test_a_scratch_made_read_only_is_removed_all_the_same(shared_dir):
     top = shared_dir / "scratch"
     if os.geteuid() != 0:
         _read_only_tree(top)
-        assert budget.remove_tree(str(top)) and not top.exists()
+        assert remove_tree(str(top)) and not top.exists()
         return
     uid = _user(GRADER_USER)
     pid = os.fork()
@@ -126,7 +127,7 @@ def test_a_scratch_made_read_only_is_removed_all_the_same(shared_dir):
             os.setuid(uid[0])
             _read_only_tree(top)
             failed = shutil.rmtree(str(top), ignore_errors=True) or top.exists()  # what was done before
-            code = 0 if failed and budget.remove_tree(str(top)) and not top.exists() else 3
+            code = 0 if failed and remove_tree(str(top)) and not top.exists() else 3
         finally:
             os._exit(code)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0

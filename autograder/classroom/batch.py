@@ -1,33 +1,12 @@
-# Long on purpose: a batch in the order it runs (what a grade is for, the seed, the run) and the command
-# line whose options are run_batch's arguments.
 """``mha-grade batch DIR --out OUT``: grade a whole class.
 
 DIR holds one submission per learner, a folder, a ``.zip`` or a notebook named by the
 learner's id; inside it the exercise files are found wherever they are
 (:mod:`autograder.submission`). DIR may also be Gradescope's "Export Submissions", unzipped
 (:mod:`.gradescope_export`): its submissions are then named by the submitters' ids, with their
-submission times. OUT receives:
-
-* ``grades.csv``: a row per learner (every learner of ``--roster``, "no submission" when
-  nothing came), points per exercise, total, late penalty, final score, status;
-* ``canvas.csv``: the final scores in Canvas's gradebook import layout;
-* ``feedback/<learner>.md`` and ``.html``: what to hand back to each learner
-  (:mod:`autograder.classroom.feedback`: scores, diagnoses, what was graded; no paths, no seed);
-* ``reports/<learner>.json``: the full report (instructors only);
-* ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``.csv`` with
-  ``--similarity``; ``anonymous/`` with ``--anonymize`` (the same, learner ids replaced);
-* ``.seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
-  ``hashes.json``: what each grade was computed from;
-* ``class.json``: how many learners this run graded; a later run that would grade fewer is
-  refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
-  and reports of learners an earlier run had and this one does not (:mod:`.runs`);
-* ``history.csv``: each final score a run changed, with before and after (:mod:`.runs`);
-* ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
-  read again when a rerun does not give them (:mod:`.controls`).
-
-Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
-``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
-(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown.
+submission times. OUT receives the grades (``grades.csv``, ``canvas.csv``), each learner's
+feedback and full report, the class summary, and what the next run needs (the whole list:
+:mod:`.outputs`).
 
 Speed and safety come from the same design. The parent imports the grader (torch, the
 solutions, the checks) once and forks ``--jobs`` graders from itself, so no submission pays
@@ -50,7 +29,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import secrets
 import sys
 import time
 from dataclasses import dataclass, field
@@ -60,11 +38,11 @@ from typing import Callable
 from .. import depends, stubs
 from ..spec import POINTS
 from . import files, gradebook, intake, runs
-from .classfiles import class_rows, write_anonymous, write_class_files
-from .graders import DEFAULT_TIMEOUT, Outcome, error_report, grade_all, pipeline_grader
+from .graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
 from .intake import BatchError
+from .outcomes import Outcome, error_report
+from .outputs import annotate, resolve_seed, write_outputs
 
-SEED_FILE = ".seed"
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 
 
@@ -96,28 +74,6 @@ def grader_fingerprint() -> str:
         h.update(f"mha_exercises/{f.relative_to(stubs.FOLDER).as_posix()}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()
-
-
-# ---------------------------------------------------------------------------------- seed
-
-def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> int:
-    """The seed of this output folder: drawn once, stored (0600), reused; ``--seed`` sets it."""
-    f = Path(out) / SEED_FILE
-    stored = None
-    if f.exists():
-        try:
-            stored = int(f.read_text().strip())
-        except (OSError, ValueError):
-            say(f"{f} is damaged; a new seed is stored and every submission is graded again")
-    if given is None and stored is not None:
-        return stored
-    seed = given if given is not None else secrets.randbits(63)
-    if stored is not None and stored != seed:
-        say(f"--seed differs from the seed stored in {f}: every submission is graded again with the new "
-            f"seed, which replaces the stored one")
-    if stored != seed:
-        files.write_atomic(f, f"{seed}\n", mode=0o600)
-    return seed
 
 
 # ----------------------------------------------------------------------------------- batch
@@ -181,7 +137,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             todo[learner] = path
 
     def save(outcome: Outcome) -> None:
-        _annotate(outcome.report, outcome.learner, loaded.get(outcome.learner))
+        annotate(outcome.report, outcome.learner, loaded.get(outcome.learner))
         files.write_json(out / "reports" / f"{outcome.learner}.json", outcome.report)
         # Recorded as each one finishes: an interrupted batch resumes where it stopped.
         if outcome.error is None:
@@ -214,61 +170,10 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
-    reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, ready, late, result)
-    from . import summary
-    stats = summary.summarize(reports, rows, loaded)
-    # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
-    drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
-                                                                                      out / "summary.png")
-    runs.log_changes(out, rows, warn)  # before grades.csv is replaced
-    write_class_files(out, rows, reports, assignment, seed)
-    for name, text in ready.controls.items():  # kept for the next run (controls.py)
-        files.write_atomic(out / name, text)
-    runs.move_stale(out, rows, submissions, warn)
-    runs.record(out, ready)
-    files.write_atomic(out / "summary.md", summary.to_markdown(stats))
-    misnamed = [name for name, _ in stats.problems.get(summary.MISNAMED, [])]
-    if misnamed:
-        warn(f"misnamed files in {len(misnamed)} submission(s), taken or named in a \"did you mean\" in their "
-             f"feedback (listed in summary.md): {', '.join(misnamed[:10])}"
-             + (f" and {len(misnamed) - 10} more" if len(misnamed) > 10 else ""))
-    if progress:
-        console.print(summary.to_table(stats))
-    if similarity:
-        from . import similarity as sim
-        sim.save(out / ".similarity", ready.fingerprints)
-        result.similarity = ready.similar
-        files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
-        files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))
-        if progress:
-            console.print(sim.clusters_table(result.similarity))
-    if anonymize:
-        write_anonymous(out, rows, result, seed, stats)
-    drawing.join()
-    if drawing.exitcode != 0:
-        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
-             "the other files are complete")
+    write_outputs(out, result, ready, late, assignment=assignment, similarity=similarity, anonymize=anonymize,
+                  progress=progress, console=console, warn=warn, ahead=ahead)
     result.wall = time.perf_counter() - start
     return result
-
-
-def _beside(function, *args):
-    """``function(*args)`` in a forked process, started now (join it)."""
-    import multiprocessing
-
-    process = multiprocessing.get_context("fork").Process(target=function, args=args, daemon=True)
-    process.start()
-    return process
-
-
-def _annotate(report: dict, learner: str, submission) -> None:
-    """What the class files need in a report: the learner, what was graded (no machine paths)."""
-    report["learner"] = learner
-    report["submission"] = learner
-    if submission is not None:
-        # the pipeline's report says it already; an error report (grading failed) does not
-        report.setdefault("intake", {"taken": list(submission.taken), "ignored": list(submission.ignored)})
 
 
 # ------------------------------------------------------------------------------------- CLI

@@ -1,18 +1,15 @@
-# Just past 350 on purpose: the grader processes and the reports they send back when a grade fails
-# are one protocol.
 """The class's graders: forked processes, each grading one submission at a time through the
 pipeline (its own learner-side zygote, reused), that die with the batch however it dies.
 
-:func:`grade_all` hands submissions to ``jobs`` graders and gathers an :class:`Outcome` per
-learner; a grader that crashes or overruns its submission's time costs only that submission.
-A submission whose grader raised (the machine out of processes, threads or memory, say) is
-graded again, :data:`RETRIES` times, after a pause; its learner's report then says what
-failed in a sentence of the grader's (never a traceback or a path of the instructor's), and
-the traceback goes to the instructor (``Outcome.error``).
+:func:`grade_all` hands submissions to ``jobs`` graders and gathers an Outcome per learner
+(:mod:`.outcomes`); a grader that crashes or overruns its submission's time costs only that
+submission. A submission whose grader raised (the machine out of processes, threads or
+memory, say) is graded again, :data:`RETRIES` times, after a pause; its learner's report then
+says what failed in a sentence of the grader's (never a traceback or a path of the
+instructor's), and the traceback goes to the instructor (``Outcome.error``).
 """
 from __future__ import annotations
 
-import errno
 import gc
 import json
 import multiprocessing
@@ -21,81 +18,16 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, is_dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
 
-from .. import __version__
 from ..isolation.confine import die_with_parent
-from ..spec import POINTS
+from .outcomes import Outcome, error_report, failure, report_dict
 
 DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
 RETRIES = 2  # more tries for a submission whose grader raised
 RETRY_PAUSES = (1.0, 3.0)  # seconds before each: time for what exhausted the machine to end
-
-
-@dataclass
-class Outcome:
-    learner: str
-    report: dict
-    seconds: float
-    skipped: bool = False
-    error: str | None = None  # why the grader itself failed on this submission
-    cpu: float = 0.0  # CPU seconds of the grader and its learner-side processes
-
-
-# ------------------------------------------------------------------------------- reports
-
-def report_dict(report) -> dict:
-    """The pipeline's Report as plain JSON data."""
-    if isinstance(report, dict):
-        return report
-    for method in ("to_dict", "as_dict"):
-        if hasattr(report, method):
-            return getattr(report, method)()
-    if is_dataclass(report):
-        return asdict(report)
-    raise TypeError(f"cannot turn a {type(report).__name__} into a report dict")
-
-
-def error_report(learner: str, message: str, exercises: list[str] | None, seed: int) -> dict:
-    """What a learner gets when the grader could not grade their submission at all."""
-    ids = exercises or list(POINTS)
-    return {
-        "submission": learner, "score": 0.0, "max_score": float(sum(POINTS[e] for e in ids)),
-        "error": message, "seed": seed, "grader_version": __version__,
-        "exercises": [{"id": e, "status": "error", "score": 0.0, "max_score": float(POINTS[e]),
-                       "cases": [], "feedback": message, "notes": []} for e in ids],
-    }
-
-
-def exhausted(err: BaseException) -> str | None:
-    """What the machine ran out of, when that is why ``err`` was raised (its causes included):
-    a fork or a thread refused (EAGAIN), memory, open files, disk space; None otherwise."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, MemoryError):
-            return "memory"
-        if isinstance(err, OSError):
-            what = {errno.EAGAIN: "processes or threads", errno.ENOMEM: "memory", errno.EMFILE: "open files",
-                    errno.ENFILE: "open files", errno.ENOSPC: "disk space"}.get(err.errno)
-            if what:
-                return what
-        if isinstance(err, RuntimeError) and "can't start new thread" in str(err):
-            return "processes or threads"
-        err = err.__cause__ or err.__context__
-    return None
-
-
-def failure(err: BaseException) -> str:
-    """The learner's sentence for a grader that raised: what failed, without its message (which
-    may name the instructor's files)."""
-    what = exhausted(err)
-    cause = (f"the grading machine ran out of {what}" if what else "the grader failed") + f" ({type(err).__name__})"
-    return (f"{cause} while grading this submission, in {1 + RETRIES} tries: it was not graded; "
-            "the instructor has the details, and the next run grades it again")
 
 
 # -------------------------------------------------------------------------------- graders
@@ -196,7 +128,7 @@ def _serve(conn, others, parent: int, grade: Callable, exercises, seed, slot: in
             conn.send((learner, report, None, time.perf_counter() - start, _cpu() - cpu, None))
         except BaseException as err:  # noqa: BLE001  (a grader bug on one submission must not stop the batch)
             conn.send((learner, None, traceback.format_exc(limit=8), time.perf_counter() - start, _cpu() - cpu,
-                       failure(err)))
+                       failure(err, 1 + RETRIES)))
 
 
 class _Grader:
@@ -234,7 +166,7 @@ class _Grader:
 def _remove_stale_folders() -> None:
     """The temporary folders of this user's batches that were killed (SIGKILL leaves no time to
     remove them): ``mha-batch-<pid>-*`` whose process is gone."""
-    from ..isolation.budget import remove_tree
+    from ..isolation.cleanup import remove_tree
 
     where = tempfile.gettempdir()
     try:
@@ -346,7 +278,7 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         for g in graders:
             g.kill() if g.job else g.stop()
         getattr(grade, "reap", lambda: None)()
-        from ..isolation.budget import remove_tree
+        from ..isolation.cleanup import remove_tree
 
         remove_tree(tempfile.tempdir)
         tempfile.tempdir = temporary

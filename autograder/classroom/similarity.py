@@ -1,5 +1,3 @@
-# Long on purpose: the steps below in their order, around one cached class (Similarity), and the
-# report of the clusters they find.
 """``--similarity``: groups of learners whose exercise code is near-identical.
 
 An integrity aid, not a verdict: it points an instructor at submissions worth reading.
@@ -23,101 +21,32 @@ An integrity aid, not a verdict: it points an instructor at submissions worth re
    work grows with the shared fingerprints, not with the number of pairs; report the
    *clusters* (connected groups) and the exercises that link each.
 
-Steps 1-2, the costly ones, are cached per submission content hash (``.similarity/``, written
-by :func:`save`): a rerun after late submissions normalises only the new ones; steps 3-4 are a
-linear pass over the class's fingerprints. Steps 1-2 parse learner code, so they run in forked
-processes under limits (:mod:`autograder.limited`): code that cannot be fingerprinted there
-leaves only its learner out, named in ``similarity.md`` with the reason.
+Steps 1-2 (:mod:`.winnowing`), the costly ones, are cached per submission content hash
+(``.similarity/``, written by :func:`save`): a rerun after late submissions normalises only
+the new ones; steps 3-4 are a linear pass over the class's fingerprints. Steps 1-2 parse
+learner code, so they run in forked processes under limits (:mod:`autograder.limited`): code
+that cannot be fingerprinted there leaves only its learner out, named in ``similarity.md``
+with the reason.
 """
 from __future__ import annotations
 
-import array
-import ast
 import csv
 import hashlib
 import io
-import sys
-import tokenize
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..spec import MODULE_OF, POINTS
+from .winnowing import fingerprints, normalised_tokens, pack, unpack
 
 THRESHOLD = 0.9
 MIN_TOKENS = 40
-K, W = 8, 4  # k-gram length and winnowing window, in tokens
 MIN_FINGERPRINTS = 4  # fewer distinctive fingerprints than this is too little to link on
 COMMON_SHARE = 0.2  # of the class sharing a fingerprint: common code, not a copy
 COMMON_MIN = 5
 GROUP = 25  # submissions fingerprinted in one forked process (an honest one takes 20-60 ms)
 CACHE_VERSION = 4  # 4: stub code left out (3 compared with stubs it never found)
-
-
-class _Normalise(ast.NodeTransformer):
-    def __init__(self):
-        self.names: dict[str, str] = {}
-
-    def _rename(self, name: str) -> str:
-        return self.names.setdefault(name, f"v{len(self.names)}")
-
-    def visit_Name(self, node):
-        node.id = self._rename(node.id)
-        return node
-
-    def visit_arg(self, node):
-        node.arg, node.annotation = self._rename(node.arg), None
-        return node
-
-    def _body(self, node):
-        def docstring(s):
-            return isinstance(s, ast.Expr) and isinstance(getattr(s.value, "value", None), str)
-
-        node.body = [s for s in node.body if not docstring(s)] or [ast.Pass()]
-        if hasattr(node, "name"):
-            node.name = self._rename(node.name)
-        if hasattr(node, "returns"):
-            node.returns = None
-        self.generic_visit(node)
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _body
-
-
-def normalised_tokens(source: str, name: str) -> list[str] | None:
-    """The tokens of the last top-level definition of ``name`` in ``source``, normalised."""
-    try:
-        tree = ast.parse(source)
-        nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and n.name == name]
-        if not nodes:
-            return None
-        text = ast.unparse(_Normalise().visit(nodes[-1]))
-        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
-                if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER)]
-    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
-        return None  # code the grader cannot parse here: the learner's confined process reports it
-
-
-def fingerprints(tokens: list[str]) -> list[int]:
-    """Winnowed hashes of the ``K``-token windows (stable across runs and machines)."""
-    grams = [int.from_bytes(hashlib.blake2b("\0".join(tokens[i:i + K]).encode(), digest_size=8).digest(), "big")
-             for i in range(max(1, len(tokens) - K + 1))]
-    kept = {min(grams[i:i + W]) for i in range(max(1, len(grams) - W + 1))}
-    return sorted(kept)
-
-
-def _packed(fingerprints: list[int]) -> str:
-    """One hex string (16 digits a fingerprint): a rerun reads hundreds of these, and a JSON
-    list of 64-bit integers takes ten times as long to parse."""
-    return b"".join(fp.to_bytes(8, "big") for fp in fingerprints).hex()
-
-
-def _unpacked(packed: str) -> list[int]:
-    values = array.array("Q", bytes.fromhex(packed))
-    if sys.byteorder == "little":
-        values.byteswap()
-    return values.tolist()
 
 
 def _stub_tokens() -> dict[str, list[str] | None]:
@@ -211,7 +140,7 @@ class Similarity:
                     continue
                 self.normalised += 1
                 self.new[h] = {"version": CACHE_VERSION, "exercises": packed}
-                found[h] = {e: dict(c, fingerprints=_unpacked(c["fingerprints"])) for e, c in packed.items()}
+                found[h] = {e: dict(c, fingerprints=unpack(c["fingerprints"])) for e, c in packed.items()}
         return found
 
     def _cached(self, content_hash: str) -> dict | None:
@@ -221,7 +150,7 @@ class Similarity:
         found = self.new.get(content_hash) or (read_json(f, self._warn) if f.exists() else None)
         if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
             try:
-                exercises = {e: dict(c, fingerprints=_unpacked(c["fingerprints"]))
+                exercises = {e: dict(c, fingerprints=unpack(c["fingerprints"]))
                              for e, c in found["exercises"].items()}
                 self.cached += 1
                 return exercises
@@ -282,7 +211,7 @@ def _fingerprinted(sources: dict[str, str], stubs: dict) -> dict[str, dict]:
         tokens = normalised_tokens(sources.get(module, ""), exercise)
         if tokens and tokens != stubs.get(exercise) and len(tokens) >= MIN_TOKENS:
             exercises[exercise] = {"digest": hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:24],
-                                   "fingerprints": _packed(fingerprints(tokens))}
+                                   "fingerprints": pack(fingerprints(tokens))}
     return exercises
 
 

@@ -38,7 +38,8 @@ import torch
 
 from .. import __version__
 from ..isolation import exchange, protocol, sandbox
-from ..isolation.budget import TASKS, remove_tree
+from ..isolation.budget import TASKS
+from ..isolation.cleanup import remove_tree
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load

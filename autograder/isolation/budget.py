@@ -1,5 +1,3 @@
-# Just past 350 on purpose: each cap from what the machine offers to the child that meets it and
-# the cleanup after it, in that order.
 """What one learner's process may cost the machine: its threads and its scratch bytes, capped
 per child whoever runs the grader.
 
@@ -25,15 +23,13 @@ through its user namespace), a tmpfs of :data:`SCRATCH_MB` (and :data:`SCRATCH_F
 is mounted on its scratch directory there: writes beyond it fail with ENOSPC, and it
 vanishes with the child (nothing to clean up, nothing on disk). Elsewhere only each file is
 capped (``RLIMIT_FSIZE``, ``child.py``); the grader removes the directory afterwards even if
-the learner made it read-only (:func:`remove_tree`).
+the learner made it read-only (:func:`.cleanup.remove_tree`).
 """
 from __future__ import annotations
 
 import ctypes
 import errno
 import os
-import shutil
-import stat
 import sys
 
 TASKS = 64  # tasks (the child's threads, itself included) per child
@@ -331,24 +327,3 @@ def user_tasks(uid: int) -> int:
         except (OSError, KeyError, ValueError):
             continue
     return total
-
-
-# ------------------------------------------------------------------ the grader's cleanup
-
-def remove_tree(path: str) -> bool:
-    """Remove ``path`` whatever the learner did to it: every directory is given its owner's
-    rights back (the grader's user's, or root's) before it is listed. True when nothing is left."""
-    stack = [path]
-    while stack:  # a loop, not recursion: the learner decides how deep the tree is
-        where = stack.pop()
-        try:
-            mode = os.lstat(where).st_mode
-            if not stat.S_ISDIR(mode):
-                continue
-            if stat.S_IMODE(mode) & stat.S_IRWXU != stat.S_IRWXU:
-                os.chmod(where, stat.S_IMODE(mode) | stat.S_IRWXU)
-            stack.extend(entry.path for entry in os.scandir(where) if entry.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)
-    return not os.path.lexists(path)

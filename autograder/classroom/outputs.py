@@ -1,0 +1,118 @@
+"""What ``mha-grade batch`` writes into its output folder OUT, and when. OUT receives:
+
+* ``grades.csv``: a row per learner (every learner of ``--roster``, "no submission" when
+  nothing came), points per exercise, total, late penalty, final score, status;
+* ``canvas.csv``: the final scores in Canvas's gradebook import layout;
+* ``feedback/<learner>.md`` and ``.html``: what to hand back to each learner
+  (:mod:`autograder.classroom.feedback`: scores, diagnoses, what was graded; no paths, no seed);
+* ``reports/<learner>.json``: the full report (instructors only);
+* ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``.csv`` with
+  ``--similarity``; ``anonymous/`` with ``--anonymize`` (the same, learner ids replaced);
+* ``.seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
+  ``hashes.json``: what each grade was computed from;
+* ``class.json``: how many learners this run graded; a later run that would grade fewer is
+  refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
+  and reports of learners an earlier run had and this one does not (:mod:`.runs`);
+* ``history.csv``: each final score a run changed, with before and after (:mod:`.runs`);
+* ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
+  read again when a rerun does not give them (:mod:`.controls`).
+
+Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
+``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
+(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown.
+
+The seed is drawn (or read) before anything is graded (:func:`resolve_seed`); each report, with
+``hashes.json``, as its grade comes in (:func:`annotate`: what the class files need in it);
+the rest once every submission is graded (:func:`write_outputs`). Each file is written
+atomically (:mod:`.files`).
+"""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Callable
+
+from . import files, runs
+from .classfiles import class_rows, write_anonymous, write_class_files
+
+SEED_FILE = ".seed"
+
+
+def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> int:
+    """The seed of this output folder: drawn once, stored (0600), reused; ``--seed`` sets it."""
+    f = Path(out) / SEED_FILE
+    stored = None
+    if f.exists():
+        try:
+            stored = int(f.read_text().strip())
+        except (OSError, ValueError):
+            say(f"{f} is damaged; a new seed is stored and every submission is graded again")
+    if given is None and stored is not None:
+        return stored
+    seed = given if given is not None else secrets.randbits(63)
+    if stored is not None and stored != seed:
+        say(f"--seed differs from the seed stored in {f}: every submission is graded again with the new "
+            f"seed, which replaces the stored one")
+    if stored != seed:
+        files.write_atomic(f, f"{seed}\n", mode=0o600)
+    return seed
+
+
+def annotate(report: dict, learner: str, submission) -> None:
+    """What the class files need in a report: the learner, what was graded (no machine paths)."""
+    report["learner"] = learner
+    report["submission"] = learner
+    if submission is not None:
+        # the pipeline's report says it already; an error report (grading failed) does not
+        report.setdefault("intake", {"taken": list(submission.taken), "ignored": list(submission.ignored)})
+
+
+def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity: bool, anonymize: bool,
+                  progress: bool, console, warn, ahead) -> None:
+    """The class's files of ``result`` (a ``batch.BatchResult``, its outcomes in order) into
+    ``out``; ``ready``: what :mod:`.intake` read; ``ahead``: the process that may draw the
+    summary (:mod:`.ahead`); ``warn``: says what the instructor should know."""
+    reports = {o.learner: o.report for o in result.outcomes}
+    rows = class_rows(reports, ready, late, result)
+    from . import summary
+    stats = summary.summarize(reports, rows, ready.loaded)
+    # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
+    drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
+                                                                                      out / "summary.png")
+    runs.log_changes(out, rows, warn)  # before grades.csv is replaced
+    write_class_files(out, rows, reports, assignment, result.seed)
+    for name, text in ready.controls.items():  # kept for the next run (controls.py)
+        files.write_atomic(out / name, text)
+    runs.move_stale(out, rows, ready.submissions, warn)
+    runs.record(out, ready)
+    files.write_atomic(out / "summary.md", summary.to_markdown(stats))
+    misnamed = [name for name, _ in stats.problems.get(summary.MISNAMED, [])]
+    if misnamed:
+        warn(f"misnamed files in {len(misnamed)} submission(s), taken or named in a \"did you mean\" in their "
+             f"feedback (listed in summary.md): {', '.join(misnamed[:10])}"
+             + (f" and {len(misnamed) - 10} more" if len(misnamed) > 10 else ""))
+    if progress:
+        console.print(summary.to_table(stats))
+    if similarity:
+        from . import similarity as sim
+        sim.save(out / ".similarity", ready.fingerprints)
+        result.similarity = ready.similar
+        files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
+        files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))
+        if progress:
+            console.print(sim.clusters_table(result.similarity))
+    if anonymize:
+        write_anonymous(out, rows, result, result.seed, stats)
+    drawing.join()
+    if drawing.exitcode != 0:
+        warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
+             "the other files are complete")
+
+
+def _beside(function, *args):
+    """``function(*args)`` in a forked process, started now (join it)."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("fork").Process(target=function, args=args, daemon=True)
+    process.start()
+    return process

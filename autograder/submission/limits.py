@@ -1,0 +1,25 @@
+"""The caps a submission is read within, and :class:`SubmissionError`, the refusal of one that
+cannot be graded at all.
+
+Sizes are checked before anything is read, each file's and the whole submission's: a zip
+inside the submission over its cap is left out and named in what was not graded; a module
+over its cap, or a submission whose files add up to more than ``MAX_TOTAL``, is refused.
+"""
+from __future__ import annotations
+
+MAX_SOURCE = 1 * 2**20  # bytes per module: exercise modules are a few kB
+MAX_ZIP_MEMBERS = 1000
+MAX_FILES = 5000  # entries looked at in a folder tree: a repository with its history is far below
+MAX_NESTED_ZIP = 20 * 2**20  # bytes of a zip inside the submission, read into memory
+MAX_TOTAL = 64 * 2**20  # bytes read from one submission in all: its zips, modules and notebooks together
+
+
+class SubmissionError(Exception):
+    """The submission cannot be graded at all (the grader exits with status 2)."""
+
+    def __init__(self, message: str):
+        from ..inert import inert
+
+        # It names the learner's files (a zip member may be named anything): inert for every
+        # place it is printed (the terminal, Gradescope's output, check()).
+        super().__init__(inert(message))
