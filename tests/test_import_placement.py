@@ -57,29 +57,10 @@ ALLOWED = {
 
 # Function-level imports of files being rewritten elsewhere, as (file, module): to be cleared.
 PENDING = {
-    ("autograder/classroom/batch.py", "autograder.classroom.similarity"),
-    ("autograder/classroom/batch.py", "autograder.classroom.summary"),
-    ("autograder/classroom/batch.py", "autograder.isolation"),
-    ("autograder/classroom/batch.py", "autograder.isolation.confine"),
-    ("autograder/classroom/batch.py", "multiprocessing"),
-    ("autograder/classroom/graders.py", "autograder.grading.exercises"),
-    ("autograder/classroom/graders.py", "autograder.grading.judge"),
-    ("autograder/classroom/graders.py", "autograder.grading.runner"),
-    ("autograder/classroom/graders.py", "autograder.isolation.budget"),
-    ("autograder/classroom/graders.py", "autograder.isolation.sandbox"),
-    ("autograder/classroom/similarity.py", "autograder.classroom.files"),
-    ("autograder/classroom/similarity.py", "autograder.limited"),
-    ("autograder/classroom/similarity.py", "autograder.stubs"),
     ("autograder/grading/exercises/importance.py", "autograder.isolation.drivers.harness"),
     ("autograder/grading/exercises/masking.py", "solutions.masking"),
     ("autograder/grading/exercises/pruning.py", "torch"),
-    ("autograder/isolation/budget.py", "tempfile"),
-    ("autograder/isolation/budget.py", "time"),
     ("autograder/isolation/drivers/core.py", "sys"),
-    ("autograder/isolation/protocol.py", "sys"),
-    ("autograder/submission.py", "autograder.inert"),
-    ("autograder/submission.py", "autograder.limited"),
-    ("autograder/submission.py", "autograder.stubs"),
 }
 
 DEFERRED = re.compile(r"#\s*deferred:\s*\S.{9,}")  # a reason of a few words at least

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import depends, stubs
+from .. import depends, isolation, stubs
+from ..isolation import confine
 from ..spec import POINTS
 from . import files, gradebook, intake, runs
 from .graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
@@ -256,14 +257,11 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
         return refuse("--late-penalty, --late-cutoff and --extensions need --deadline")
     if not 0 <= args.late_penalty <= 100:
         return refuse(f"--late-penalty is a percent per day, between 0 and 100, not {args.late_penalty:g}")
-    from ..isolation import confinement
-    from ..isolation.confine import bounded
-
-    confined, why = confinement(run_as=bool(args.run_as))
+    confined, why = isolation.confinement(run_as=bool(args.run_as))
     if not confined and not args.unconfined:
         return refuse(f"the learners' code cannot be confined here ({why}); grade on a machine where it can, "
                       "or pass --unconfined for code you trust")
-    capped, why = bounded(run_as=bool(args.run_as))
+    capped, why = confine.bounded(run_as=bool(args.run_as))
     if not capped and not args.unconfined:
         return refuse(f"one learner's threads could starve the grader and the other learners here ({why}); "
                       "or pass --unconfined for code you trust")

@@ -22,6 +22,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
 
+from ..isolation import sandbox
+from ..isolation.cleanup import remove_tree
 from ..isolation.confine import die_with_parent
 from .outcomes import Outcome, error_report, failure, report_dict
 
@@ -47,13 +49,11 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None,
     learner code itself, kills every leftover process after each exercise, and no child
     outlives its submission.
     """
-    from ..isolation import sandbox
-
     # Those started here are fresh interpreters (fork=False), never forks of this process: a
     # forked zygote would hold the batch's state and hand the learner's children its pipes.
     early = list(zygotes) if isinstance(zygotes, list) else [sandbox.Zygote(user=user, fork=False)
                                                              for _ in range(zygotes)]
-    from ..grading import exercises, judge, runner  # noqa: F401
+    from ..grading import exercises, judge, runner  # noqa: F401  # deferred: torch and the references, after the zygotes
 
     state: dict = {}
     released: list = []  # early zygotes handed to graders, for the parent to reap
@@ -166,8 +166,6 @@ class _Grader:
 def _remove_stale_folders() -> None:
     """The temporary folders of this user's batches that were killed (SIGKILL leaves no time to
     remove them): ``mha-batch-<pid>-*`` whose process is gone."""
-    from ..isolation.cleanup import remove_tree
-
     where = tempfile.gettempdir()
     try:
         entries = list(os.scandir(where))
@@ -278,8 +276,6 @@ def grade_all(jobs: dict[str, Path], n_jobs: int, *, grade: Callable | None = No
         for g in graders:
             g.kill() if g.job else g.stop()
         getattr(grade, "reap", lambda: None)()
-        from ..isolation.cleanup import remove_tree
-
         remove_tree(tempfile.tempdir)
         tempfile.tempdir = temporary
     return outcomes

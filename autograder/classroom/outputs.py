@@ -28,11 +28,13 @@ atomically (:mod:`.files`).
 """
 from __future__ import annotations
 
+import multiprocessing
 import secrets
 from pathlib import Path
 from typing import Callable
 
-from . import files, runs
+from . import files, runs, summary
+from . import similarity as sim
 from .classfiles import class_rows, write_anonymous, write_class_files
 
 SEED_FILE = ".seed"
@@ -74,7 +76,6 @@ def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity
     summary (:mod:`.ahead`); ``warn``: says what the instructor should know."""
     reports = {o.learner: o.report for o in result.outcomes}
     rows = class_rows(reports, ready, late, result)
-    from . import summary
     stats = summary.summarize(reports, rows, ready.loaded)
     # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
@@ -94,7 +95,6 @@ def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity
     if progress:
         console.print(summary.to_table(stats))
     if similarity:
-        from . import similarity as sim
         sim.save(out / ".similarity", ready.fingerprints)
         result.similarity = ready.similar
         files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
@@ -111,8 +111,6 @@ def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity
 
 def _beside(function, *args):
     """``function(*args)`` in a forked process, started now (join it)."""
-    import multiprocessing
-
     process = multiprocessing.get_context("fork").Process(target=function, args=args, daemon=True)
     process.start()
     return process

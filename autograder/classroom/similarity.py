@@ -37,7 +37,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import limited, stubs
 from ..spec import MODULE_OF, POINTS
+from .files import read_json, write_json
 from .winnowing import fingerprints, normalised_tokens, pack, unpack
 
 THRESHOLD = 0.9
@@ -51,8 +53,6 @@ CACHE_VERSION = 4  # 4: stub code left out (3 compared with stubs it never found
 
 def _stub_tokens() -> dict[str, list[str] | None]:
     """Each exercise's stub definition, normalised; StubsMissing if the stubs are not there."""
-    from .. import stubs
-
     return {exercise: normalised_tokens(stubs.source(module), exercise)
             for exercise, module in MODULE_OF.items()}
 
@@ -88,11 +88,9 @@ class Similarity:
     """The class's fingerprints, cached per submission in ``folder`` between runs."""
 
     def __init__(self, folder, threshold: float = THRESHOLD, warn=print, seconds: float | None = None):
-        from ..limited import READ_SECONDS
-
         self.folder = Path(folder)
         self.threshold = threshold
-        self.seconds = READ_SECONDS if seconds is None else seconds  # per submission not yet cached
+        self.seconds = limited.READ_SECONDS if seconds is None else seconds  # per submission not yet cached
         self._warn = warn
         self._stubs = None
         self.normalised = self.cached = 0
@@ -144,8 +142,6 @@ class Similarity:
         return found
 
     def _cached(self, content_hash: str) -> dict | None:
-        from .files import read_json
-
         f = self.folder / "code" / f"{content_hash}.json"
         found = self.new.get(content_hash) or (read_json(f, self._warn) if f.exists() else None)
         if isinstance(found, dict) and found.get("version") == CACHE_VERSION:
@@ -159,8 +155,6 @@ class Similarity:
         return None
 
     def _fingerprint(self, group: list[dict[str, str]]) -> list[dict]:
-        from .. import limited
-
         try:  # learner bytes, parsed: in a process of its own, under limits
             packed = limited.call(_fingerprinted_all, group, self._stubs, what="fingerprinting the code",
                                   seconds=self.seconds)
@@ -218,8 +212,6 @@ def _fingerprinted(sources: dict[str, str], stubs: dict) -> dict[str, dict]:
 def save(folder, new: dict[str, dict]) -> None:
     """Cache the fingerprints a finder computed (its ``new``); done once the batch is sure to
     run, so that a refused command writes nothing."""
-    from .files import write_json
-
     for content_hash, entry in new.items():
         write_json(Path(folder) / "code" / f"{content_hash}.json", entry)
 

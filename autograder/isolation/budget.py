@@ -31,6 +31,7 @@ import ctypes
 import errno
 import os
 import sys
+import time
 
 TASKS = 64  # tasks (the child's threads, itself included) per child
 SCRATCH_MB = 64  # as RLIMIT_FSIZE's one file: an honest exercise writes almost nothing
@@ -107,7 +108,7 @@ def namespaces() -> str:
 def _probe_namespaces() -> str:
     if not sys.platform.startswith("linux"):
         return ""
-    import tempfile
+    import tempfile  # deferred: the probe alone needs it; mha-grade's start-up imports this module
 
     kind = "mount" if os.geteuid() == 0 else "user"
     where = tempfile.mkdtemp(prefix="mha-probe-")
@@ -251,8 +252,6 @@ def _rmdir(path: str) -> None:
         except OSError as err:
             if err.errno != errno.EBUSY:
                 return
-            import time
-
             time.sleep(0.01)
 
 

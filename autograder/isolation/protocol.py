@@ -30,6 +30,7 @@ import json
 import math
 import socket
 import struct
+import sys
 
 import numpy as np
 
@@ -126,8 +127,6 @@ def _array(a, buffers, kind):
 
 def _torch_to_numpy(x):
     """A plain ndarray from a torch Tensor (or subclass), None if ``x`` is not a tensor."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None or not _isinstance(x, _TORCH_TENSOR or torch.Tensor):
         return None

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import limited
 from .choice import MODULES, choose  # noqa: F401  (MODULES and the caps: what the reader's users need)
 from .files import File, Tree, walk, zip_members
 from .limits import MAX_FILES, MAX_NESTED_ZIP, MAX_SOURCE, MAX_TOTAL, SubmissionError  # noqa: F401
@@ -61,12 +62,6 @@ class Submission:
         return text
 
 
-def _limited():
-    from .. import limited
-
-    return limited
-
-
 def load(path: str | Path, seconds: float | None = None) -> Submission:
     """The submission at ``path``; SubmissionError when it does not exist, is unreadable, holds
     no exercise file, or could not be read within the limits (``seconds``: wall and CPU time,
@@ -76,7 +71,6 @@ def load(path: str | Path, seconds: float | None = None) -> Submission:
             return read(path)
         except (OSError, RecursionError, MemoryError) as err:
             raise SubmissionError(f"the grader refused this submission: {type(err).__name__}: {err}") from None
-    limited = _limited()
     try:
         data = limited.call(_load_data, str(path), what="reading the submission", expected=SubmissionError,
                             seconds=limited.READ_SECONDS if seconds is None else seconds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from .. import stubs
 from ..notebooks import MAX_NOTEBOOK, extract_notebooks
 from ..spec import MODULE_OF
 from .files import File, Tree, read_file
@@ -148,6 +149,4 @@ def _text(data: bytes, name: str) -> str:
 
 
 def _is_stub(module: str, source: str) -> bool:
-    from .. import stubs
-
     return source.strip() == stubs.source(module).strip()

@@ -7,6 +7,8 @@ over its cap, or a submission whose files add up to more than ``MAX_TOTAL``, is 
 """
 from __future__ import annotations
 
+from ..inert import inert
+
 MAX_SOURCE = 1 * 2**20  # bytes per module: exercise modules are a few kB
 MAX_ZIP_MEMBERS = 1000
 MAX_FILES = 5000  # entries looked at in a folder tree: a repository with its history is far below
@@ -18,8 +20,6 @@ class SubmissionError(Exception):
     """The submission cannot be graded at all (the grader exits with status 2)."""
 
     def __init__(self, message: str):
-        from ..inert import inert
-
         # It names the learner's files (a zip member may be named anything): inert for every
         # place it is printed (the terminal, Gradescope's output, check()).
         super().__init__(inert(message))
