@@ -6,7 +6,7 @@ Each folder holds one audience, and the pipeline reads top-down through them:
   ``python -m autograder``), batch grading, the class summary, similarity;
 * ``grading/`` (secret): the runner, the judge (reference outputs and diagnoses), the
   reference namespace, the checks of ``exercises/`` and the warm service's grading mode;
-* this folder (public): load a submission (``submission/``, ``notebooks.py``), the
+* this folder (public): load a submission (``submission/``, notebooks included), the
   exercises' points (``spec.py``), reports (``report.py``), the learner's self-check on
   stored public cases (``selfcheck.py``) and the warm service behind ``check()``;
 * ``isolation/`` (public, the learner side): the learner's code in a confined process

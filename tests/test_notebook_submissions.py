@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks, submission
+from autograder import submission
+from autograder.submission import notebooks
 
 SOFTMAX = ("def softmax(x, axis=-1):\n"
            "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"

@@ -21,7 +21,8 @@ message saying why, and costs the grader nothing.
 In reading order: the caps and the refusal (``limits.py``), the files listed without being
 read, from folders and zips (``files.py``), which of them are graded and as which module
 (``choice.py``: among copies, a folder named ``mha_exercises`` first, then the shallowest; a
-module still the unfilled stub gives way to a notebook), then :func:`load` here. What other
+module still the unfilled stub gives way to a notebook, whose code cells ``notebooks.py``
+extracts), then :func:`load` here. What other
 modules use is importable from ``autograder.submission``.
 """
 from __future__ import annotations

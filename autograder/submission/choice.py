@@ -13,7 +13,7 @@ import difflib
 import re
 
 from .. import stubs
-from ..notebooks import MAX_NOTEBOOK, extract_notebooks
+from .notebooks import MAX_NOTEBOOK, extract_notebooks
 from ..spec import MODULE_OF
 from .files import File, Tree, read_file
 from .limits import MAX_SOURCE, SubmissionError

@@ -31,7 +31,7 @@ import json
 import re
 import symtable
 
-from .spec import MODULE_OF
+from ..spec import MODULE_OF
 
 MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # chapter order: attention (1) ... efficient (7)
 CONTRACT_NAMES = frozenset(MODULE_OF)
