@@ -1,6 +1,6 @@
 """A case's properties (rows summing to one, masked keys exactly zero, dropout in training, the
-memory chunked attention holds) and :func:`check_case`: the reasons a case fails, properties
-before value mismatches."""
+memory chunked attention holds, a layer's projections being nn.Linear) and :func:`check_case`:
+the reasons a case fails, properties before value mismatches."""
 from __future__ import annotations
 
 import numpy as np
@@ -118,11 +118,34 @@ def _never_holds_all_scores(case, got, expected):
               "max, denominator and output")
 
 
+def _projections_are_linear(case, got, expected):
+    """The layer's ``W_q W_k W_v W_o`` are ``nn.Linear`` or a subclass (a layer driver's ``_linears``)."""
+    types = got.get("_linears")
+    if not isinstance(types, dict):
+        return None
+    wrong = {name: kind for name, kind in types.items() if kind is not None}
+    if not wrong:
+        return None
+
+    def what(kind):
+        if kind == "builtins.NoneType":
+            return "None or missing"
+        short = str(kind).rsplit(".", 1)[-1]
+        return f"{'an' if short[:1].lower() in 'aeiou' else 'a'} {short} ({kind})"
+
+    names = list(wrong)
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (f"your layer's {listed} {'is' if len(names) == 1 else 'are'} not nn.Linear: "
+            + ", ".join(f"{name} is {what(kind)}" for name, kind in wrong.items())
+            + "; W_q, W_k, W_v and W_o must be nn.Linear modules (torch.nn.Linear or a subclass of it)")
+
+
 PROPERTIES = {
     "rows_sum_to_one": _rows_sum_to_one,
     "masked_exactly_zero": _masked_exactly_zero,
     "dropout_in_training": _dropout_in_training,
     "never_holds_all_scores": _never_holds_all_scores,
+    "projections_are_linear": _projections_are_linear,
     "inputs_unchanged": lambda case, got, expected: None,  # compared with the outputs, see compare_outputs
 }
 
