@@ -248,6 +248,8 @@ TABLE = {
         "multi-query attention when 1": cases("multi-query (num_kv_heads = 1), causal, float32"),
         "sharing ``num_kv_heads`` key/value heads": cases("6 query heads, 2 kv heads, no mask", "6 query heads, 2 kv heads, causal"),
         "bias=True": cases("3 kv heads, bias=False, causal"),
+        "``W_o: H*d -> E``\n    (``nn.Linear``)": [
+            prop("projections_are_linear", "multi-head (num_kv_heads = num_heads), no mask: W_q..W_o are nn.Linear")],
         "``mask`` boolean\n    broadcastable to ``(B, H, Lq, Lk)``": cases(
             "boolean mask (B, 1, Lq, Lk) with a fully masked row", "decoding: 2 new tokens, padding mask and causal"),
         "the new keys and values are appended to it first and the queries\n    attend to everything cached": cases(

@@ -23,6 +23,12 @@ TOLERANCE = {
 GRAD_TOLERANCE = {"rtol": 1e-8, "atol": 1e-10}
 
 
+# The ``check`` feature of a layer's case on its projections' types (property
+# ``projections_are_linear``), and the hint said where only that case fails.
+LINEAR_TYPES = "the types of W_q, W_k, W_v and W_o"
+LINEAR_HINT = "W_q, W_k, W_v and W_o are nn.Linear modules (torch.nn.Linear or a subclass of it)"
+
+
 def randn(rng, shape, dtype="float64", scale=1.0):
     """Standard normal samples of ``shape`` in ``dtype`` (drawn in float64, then cast)."""
     return (scale * rng.standard_normal(shape)).astype(dtype)

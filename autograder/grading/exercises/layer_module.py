@@ -11,7 +11,7 @@ from torch import nn
 from solutions.layer import MultiHeadAttention as ReferenceLayer
 
 from ...spec import Case, Exercise
-from .cases import GRAD_TOLERANCE, TOLERANCE, randn
+from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, randn
 from .layer import LAYER_PROPERTIES, layer_masks
 
 # --- MultiHeadAttention (PyTorch) --------------------------------------------------------------
@@ -44,7 +44,6 @@ def _torch_state(rng, E, kdim, vdim, bias):
 # The parts of the layer a learner writes; each case names the one it checks (the report
 # groups the verdicts by part), and differs from the first case in that part's feature alone.
 PARTS = ("projections and shapes", "forward", "masks", "dropout", "head_mask", "from_torch")
-LINEAR_TYPES = "the types of W_q, W_k, W_v and W_o"  # the check of the case that looks at them
 
 
 def layer_cases(rng):
@@ -238,7 +237,7 @@ MULTI_HEAD_ATTENTION_LAYER = Exercise(
     hints={"kdim, vdim != E": "W_k maps kdim -> E and W_v maps vdim -> E (nn.Linear(kdim, E), nn.Linear(vdim, E))",
            "Lq < Lk": "the scores are (B, H, Lq, Lk): the number of keys comes from key, not from query",
            "float32": "keep the input's dtype",
-           LINEAR_TYPES: "W_q, W_k, W_v and W_o are nn.Linear modules (torch.nn.Linear or a subclass of it)",
+           LINEAR_TYPES: LINEAR_HINT,
            "bias=False": "bias=False means no bias in any of the four nn.Linear",
            "gradients": "keep every step in torch (no .detach(), .numpy() or new tensors) so gradients flow",
            "a causal mask (Lq, Lk)": "a mask is True where a query may attend; (Lq, Lk) broadcasts over batch and heads",

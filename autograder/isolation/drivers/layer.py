@@ -208,7 +208,7 @@ def gqa_forward(ns, config, state, x, mask=None, causal=False, past=None, dtype=
     shapes = param_shapes(layer)
     expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
     data = {"param_shapes": shapes, **{k: plain(getattr(layer, k, None))[0] for k in
-                                       ("num_heads", "num_kv_heads", "head_dim")}}
+                                       ("num_heads", "num_kv_heads", "head_dim")}, "_linears": linear_types(layer)}
     if shapes != expected:
         return data
     layer = layer.to(getattr(torch, dtype)).eval()
