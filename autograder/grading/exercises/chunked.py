@@ -58,12 +58,12 @@ def chunked_cases(rng):
         # "Never holding the full (Lq, Lk) score matrix", measured: what the call holds at its
         # peak (drivers.memory) must stay under half of one (B, H, Lq, Lk) float64 matrix, 9 MiB
         # here. With 32 chunks the reference peaks at 0.13 of it (four chunk-sized arrays at
-        # once), the correct alternatives of tests/wrong_implementations/ at 0.10-0.13; a full
-        # matrix, softmaxed whole or sliced into chunks afterwards, or chunks of scores
-        # concatenated, at 1.0-3.0 (2.0 for the plain version: the scores and their exp), in
-        # torch or NumPy. float64, so that a float64 computation cast back holds no more than
-        # the reference. The same features as "Lq 4 < Lk 8, d_k = d_v, chunk_size 4" but the
-        # number of keys: a minimal pair. Weighed twice: it is what makes the exercise chunked.
+        # once), the correct alternatives of tests/wrong_implementations/ (torch or NumPy) at
+        # 0.10-0.13; the whole matrix sliced into chunks afterwards at 1.1, softmaxed whole or
+        # joined from chunks at 3.0 in torch, 4.0 in NumPy. float64, so that a float64
+        # computation cast back holds no more than the reference. 15-25 ms of CPU, measured.
+        # The same features as "Lq 4 < Lk 8, d_k = d_v, chunk_size 4" but the number of keys:
+        # a minimal pair. Weighed twice: it is what makes the exercise chunked.
         case("Lq 96 < Lk 2048, d_k = d_v, chunk_size 64 (memory measured)", 96, 2048, 64, same_d=True, rung=3,
              memory=True),
     ]
