@@ -148,6 +148,8 @@ TABLE = {
         "with submodules ``W_q W_k W_v W_o`` (``nn.Linear``: ``W_q: E -> E``, ``W_k: kdim -> E``,\n    "
         "``W_v: vdim -> E``, ``W_o: E -> E``)": [key("param_shapes", "kdim, vdim != E"),
                                                  key("param_shapes", "E = kdim = vdim, Lq = Lk, no mask")],
+        "(``nn.Linear``: ``W_q: E -> E``": [
+            prop("projections_are_linear", "E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear")],
         "attributes ``num_heads`` and\n    ``head_dim = embed_dim // num_heads``": [
             key("num_heads", "E = kdim = vdim, Lq = Lk, no mask"), key("head_dim", "E = kdim = vdim, Lq = Lk, no mask")],
         "bias=True": cases("bias=False"),
@@ -227,6 +229,8 @@ TABLE = {
         "their output is zero, never NaN": cases("causal, Lq 8 > Lk 5, chunk_size 2"),
         "in the dtype of ``q``": cases("Lq = Lk = 8, d_k = d_v, float32, chunk_size 4"),
         "The inputs are not modified.": [prop("inputs_unchanged", "Lq = Lk = 8, d_k = d_v, chunk_size 4")],
+        "never holding the full ``(Lq, Lk)`` score matrix": [
+            prop("never_holds_all_scores", "Lq 96 < Lk 2048, d_k = d_v, chunk_size 64 (memory measured)")],
     },
     "repeat_kv": {
         "each key/value head repeated ``n_rep`` times\n    *consecutively*": cases(
@@ -244,6 +248,8 @@ TABLE = {
         "multi-query attention when 1": cases("multi-query (num_kv_heads = 1), causal, float32"),
         "sharing ``num_kv_heads`` key/value heads": cases("6 query heads, 2 kv heads, no mask", "6 query heads, 2 kv heads, causal"),
         "bias=True": cases("3 kv heads, bias=False, causal"),
+        "``W_o: H*d -> E``\n    (``nn.Linear``)": [
+            prop("projections_are_linear", "multi-head (num_kv_heads = num_heads), no mask: W_q..W_o are nn.Linear")],
         "``mask`` boolean\n    broadcastable to ``(B, H, Lq, Lk)``": cases(
             "boolean mask (B, 1, Lq, Lk) with a fully masked row", "decoding: 2 new tokens, padding mask and causal"),
         "the new keys and values are appended to it first and the queries\n    attend to everything cached": cases(
@@ -318,12 +324,11 @@ TABLE = {
     },
 }
 
-# Stated, but no case checks it (reported to the lead; the exercise modules are not ours to edit).
+# Stated, but no case checks it.
 UNCHECKED = {
-    "chunked_attention": ["never holding the full ``(Lq, Lk)`` score matrix"],
-    # The type is not looked at: any module with weight and bias tensors of those shapes passes.
-    "MultiHeadAttention": ["(``nn.Linear``: ``W_q: E -> E``"],
-    # A precondition on the caller: no case prunes every head, nor says what must happen then.
+    # A precondition on the caller: neither the stub nor CONTRACT.md says what prune_heads must do
+    # when asked to remove every head (no exception is named), so no case asks it to; grading
+    # one behaviour would add a requirement the learner was never given.
     "prune_heads": ["At least one head\n    must remain."],
 }
 

@@ -326,6 +326,93 @@ def test_merge_by_swapaxes_and_a_count_ignoring_value_dim_are_named():
     assert "ignores value_dim" in count.feedback, count.feedback
 
 
+MEMORY_CASE = "Lq 96 < Lk 2048, d_k = d_v, chunk_size 64 (memory measured)"
+
+
+def _mib(text, before):
+    return float(re.search(rf"{before} (\d+\.\d) MiB", text)[1])
+
+
+@pytest.mark.parametrize("name", ["full_scores_then_chunks", "plain_softmax", "scores_chunked_then_joined",
+                                  "numpy_whole_matrix"])
+def test_a_whole_score_matrix_is_told_what_it_held(name):
+    """Right values, the whole (Lq, Lk) matrix held: only the measured case fails, and its numbers
+    are true (the matrix's size from the case's shapes, a peak at least half of it, the largest
+    torch block the matrix itself, the reference's peak under a quarter of it)."""
+    implementation = getattr(library("chunked_attention"), name)
+    result = judge.judge_in_process(EXERCISES["chunked_attention"], implementation)
+    failing = [c for c in result.cases if not c.passed]
+    assert [c.name for c in failing] == [MEMORY_CASE], result.feedback
+    said = failing[0].feedback
+    case = next(c for c in judge.in_process_cases(EXERCISES["chunked_attention"], 0) if c.name == MEMORY_CASE)
+    q, k = case.inputs["args"][:2]
+    whole = np.prod(q.shape[:-1]) * k.shape[-2] * q.dtype.itemsize
+    assert f"the whole (..., Lq, Lk) = {(*q.shape[:-1], k.shape[-2])} float64 score matrix" in said, said
+    assert _mib(said, "at least half the") == round(whole / 2**20, 1)
+    assert _mib(said, "your call held") >= whole / 2 / 2**20
+    assert _mib(said, "holds") < whole / 4 / 2**20  # the reference's
+    if name != "numpy_whole_matrix":
+        assert "of new torch tensors at once (the largest" in said and _mib(said, "the largest") >= whole / 2**20
+    else:
+        assert "of new NumPy arrays and Python objects at once:" in said
+    assert failing[0].cause == {"kind": "mismatch", "what": "peak memory"}
+    assert scoring.MISMATCH_WORDS["peak memory"].startswith("the call held at least half of the whole score matrix")
+    assert "Correct on a few keys; fails on 2048 keys (32 chunks), other features the same" in result.feedback
+    assert not stated(result)  # no known bug's values: nothing to diagnose but the memory
+
+
+def _stops(what):
+    reference_chunked = reference.namespace().module("efficient").chunked_attention
+
+    def chunked(q, k, v, chunk_size, causal=False):
+        if what == "tracemalloc":
+            import tracemalloc
+            tracemalloc.stop()
+        elif torch.autograd._profiler_enabled():
+            torch.autograd._disable_profiler_legacy()
+        return reference_chunked(q, k, v, chunk_size, causal)
+
+    return chunked
+
+
+@pytest.mark.parametrize("what, said", [("tracemalloc", "stopped tracemalloc,"),
+                                        ("profiler", "stopped torch's profiler,")])
+def test_a_call_that_stops_the_measure_is_told_so(what, said):
+    result = judge.judge_in_process(EXERCISES["chunked_attention"], _stops(what))
+    failing = [c for c in result.cases if not c.passed]
+    assert [c.name for c in failing] == [MEMORY_CASE], result.feedback
+    assert failing[0].feedback == (f"your call {said} with which the grader measures the memory the call "
+                                   "allocates: leave it running")
+
+
+class _ParameterProjections(library("MultiHeadAttention").Layer):
+    """Weights as bare parameters, applied with F.linear: W_q is no module at all."""
+
+    def __init__(self, embed_dim, num_heads, **kwargs):
+        super().__init__(embed_dim, num_heads, **kwargs)
+        self.W_q = torch.nn.Parameter(self.W_q.weight.detach().clone())
+        del self.W_o
+
+
+def test_projections_that_are_not_nn_linear_are_named_with_what_they_are():
+    exercise = EXERCISES["MultiHeadAttention"]
+    result = judge.judge_in_process(exercise, library("MultiHeadAttention").OwnProjections)
+    failing = [c for c in result.cases if not c.passed]
+    assert [c.name for c in failing] == ["E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear"]
+    module = library("MultiHeadAttention").__name__
+    assert failing[0].feedback == (
+        f"your layer's W_q and W_v are not nn.Linear: W_q is a Projection ({module}.Projection), W_v is a "
+        f"Projection ({module}.Projection); W_q, W_k, W_v and W_o must be nn.Linear modules (torch.nn.Linear or a "
+        "subclass of it)")
+    assert failing[0].cause == {"kind": "mismatch", "what": "module types"}
+    # A layer whose W_q is a bare parameter and that has no W_o fails everywhere (its weights
+    # cannot be loaded); the case on the types says what they are.
+    said = {c.name: c.feedback for c in judge.judge_in_process(exercise, _ParameterProjections).cases}
+    assert said["E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear"].startswith(
+        "your layer's W_q and W_o are not nn.Linear: W_q is a Parameter (torch.nn.parameter.Parameter), W_o is "
+        "None or missing;"), said
+
+
 # --- item 5: a shape assumption named from the failing line and the feature ----------------------
 
 def test_a_crash_on_a_general_case_names_the_assumption():

@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 WRONG_SOFTMAX = ("\n\ndef softmax(x, axis=-1):\n    e = np.exp(x)  # no max subtraction\n"
                  "    return e / e.sum(axis=axis, keepdims=True)\n")
+WHOLE_MATRIX = ("\n\ndef chunked_attention(q, k, v, chunk_size, causal=False):  # the whole score matrix\n"
+                "    return attention(q, k, v, causal_allowed(q.shape[-2], k.shape[-2]) if causal else None)\n")
 SOLUTION_DIRECTIVE = re.compile(r"\{solution(?:-start|-end)?\}")
 MIN_STATEMENT_NODES = 12  # a secret body shorter than this (``return x``) may occur by chance
 
@@ -318,6 +320,17 @@ def test_self_check_gives_full_marks_to_the_solutions_and_names_a_mistake(instal
     assert status["softmax"]["status"] in ("failed", "partial") and status["softmax"]["score"] < 5
     assert any("without subtracting the max" in (c["diagnosis"] or "") for c in status["softmax"]["cases"])
     assert status["causal_mask"]["status"] == "not attempted"
+
+
+def test_self_check_measures_the_memory_chunked_attention_holds(installed, tmp_path):
+    """The release's drivers measure the call in the learner's process, its scoring words it."""
+    learner = tmp_path / "learner"
+    shutil.copytree(ROOT / "solutions", learner, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    (learner / "efficient.py").write_text((learner / "efficient.py").read_text() + WHOLE_MATRIX)
+    [result] = _self_check(installed, learner, "chunked_attention")["exercises"]
+    failing = [c for c in result["cases"] if not c["passed"]]
+    assert result["status"] == "partial" and len(failing) == 1, result
+    assert "at least half the 9.0 MiB of the whole (..., Lq, Lk)" in failing[0]["feedback"], failing[0]
 
 
 def test_self_check_names_a_file_that_does_not_import(installed, tmp_path):

@@ -53,7 +53,9 @@ def _rejected_call(message: str) -> str | None:
 
 
 # The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
-_KINDS = (("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
+_KINDS = (("of the whole (..., Lq, Lk)", "peak memory"), ("the grader measures the memory", "memory unmeasured"),
+          ("must be nn.Linear modules", "module types"),
+          ("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
           ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
           ("sum to one", "rows"), ("modified in place", "inputs"), ("returned", "form"),
           ("no gradient", "gradient"), ("expected an", "form"), ("could not run after your", "harness"))
@@ -85,6 +87,9 @@ MISMATCH_WORDS = {
     "form": "the output has the wrong form (type or number of values)",
     "gradient": "no gradient reached an input or parameter", "values": "the values differ from the reference's",
     "harness": "the grader's layer could not run on what your code returned",
+    "peak memory": "the call held at least half of the whole score matrix at once",
+    "memory unmeasured": "the call stopped the grader's measurement of the memory it allocates",
+    "module types": "a projection of the layer is not an nn.Linear",
 }
 # describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
 _WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")

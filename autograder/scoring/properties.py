@@ -1,5 +1,6 @@
-"""A case's properties (rows summing to one, masked keys exactly zero, dropout in training)
-and :func:`check_case`: the reasons a case fails, properties before value mismatches."""
+"""A case's properties (rows summing to one, masked keys exactly zero, dropout in training, the
+memory chunked attention holds, a layer's projections being nn.Linear) and :func:`check_case`:
+the reasons a case fails, properties before value mismatches."""
 from __future__ import annotations
 
 import numpy as np
@@ -80,10 +81,71 @@ def _dropout_in_training(case, got, expected):
     return None
 
 
+def _mib(n):
+    return f"{n / 2**20:.1f} MiB"
+
+
+def _most_held(used):
+    """``(bytes, what)``: the larger of a ``_memory`` report's two peaks (``drivers.memory``)."""
+    peaks = [(n, what) for n, what in ((used.get("torch"), "torch tensors"),
+                                       (used.get("traced"), "NumPy arrays and Python objects")) if type(n) is int]
+    return max(peaks, key=lambda p: p[0], default=(None, ""))
+
+
+def _never_holds_all_scores(case, got, expected):
+    """What the call held at its peak (``call``'s ``peak_memory``) stays under half of one whole
+    ``(..., Lq, Lk)`` score matrix of q and k, in q's dtype: chunked attention holds a chunk of
+    scores at a time (the reference well under a quarter of it, a full matrix at least all of it)."""
+    used = got.get("_memory")
+    if not isinstance(used, dict):
+        return None
+    if used.get("stopped"):
+        return (f"your call stopped {used['stopped']}, with which the grader measures the memory the call "
+                "allocates: leave it running")
+    q, k = (np.asarray(a) for a in case.inputs["args"][:2])
+    shape = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    whole = int(np.prod(shape)) * q.dtype.itemsize
+    held, what = _most_held(used)
+    if held is None or held < whole / 2:
+        return None
+    largest = used.get("torch_largest") if what == "torch tensors" else None
+    ref = _most_held(expected.get("_memory") or {})[0]
+    return (f"at its peak your call held {_mib(held)} of new {what} at once"
+            + (f" (the largest {_mib(largest)})" if type(largest) is int else "")
+            + f": at least half the {_mib(whole)} of the whole (..., Lq, Lk) = {shape} {q.dtype} score matrix"
+            + (f", where the reference solution holds {_mib(ref)} at most" if ref is not None else "")
+            + "; compute the scores one chunk of keys at a time, (..., Lq, chunk_size), keeping only the running "
+              "max, denominator and output")
+
+
+def _projections_are_linear(case, got, expected):
+    """The layer's ``W_q W_k W_v W_o`` are ``nn.Linear`` or a subclass (a layer driver's ``_linears``)."""
+    types = got.get("_linears")
+    if not isinstance(types, dict):
+        return None
+    wrong = {name: kind for name, kind in types.items() if kind is not None}
+    if not wrong:
+        return None
+
+    def what(kind):
+        if kind == "builtins.NoneType":
+            return "None or missing"
+        short = str(kind).rsplit(".", 1)[-1]
+        return f"{'an' if short[:1].lower() in 'aeiou' else 'a'} {short} ({kind})"
+
+    names = list(wrong)
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (f"your layer's {listed} {'is' if len(names) == 1 else 'are'} not nn.Linear: "
+            + ", ".join(f"{name} is {what(kind)}" for name, kind in wrong.items())
+            + "; W_q, W_k, W_v and W_o must be nn.Linear modules (torch.nn.Linear or a subclass of it)")
+
+
 PROPERTIES = {
     "rows_sum_to_one": _rows_sum_to_one,
     "masked_exactly_zero": _masked_exactly_zero,
     "dropout_in_training": _dropout_in_training,
+    "never_holds_all_scores": _never_holds_all_scores,
+    "projections_are_linear": _projections_are_linear,
     "inputs_unchanged": lambda case, got, expected: None,  # compared with the outputs, see compare_outputs
 }
 

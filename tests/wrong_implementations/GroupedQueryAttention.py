@@ -114,10 +114,44 @@ class WithEinsum(Layer):
         return self.W_o(out.transpose(1, 2).reshape(B, Lq, E))
 
 
+class Projection(nn.Module):
+    """A projection of one's own: nn.Linear's weight and bias, applied with F.linear."""
+
+    def __init__(self, n_in, n_out, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_out, n_in) / math.sqrt(n_in))
+        self.bias = nn.Parameter(torch.zeros(n_out)) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+class OwnProjections(Layer):
+    """Right outputs, but W_k and W_v modules of its own instead of the stub's nn.Linear."""
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads, bias=True):
+        super().__init__(embed_dim, num_heads, num_kv_heads, bias)
+        self.W_k = Projection(embed_dim, num_kv_heads * self.head_dim, bias)
+        self.W_v = Projection(embed_dim, num_kv_heads * self.head_dim, bias)
+
+
+class OutputLinear(nn.Linear):
+    """nn.Linear under a name of its own."""
+
+
+class SubclassedLinear(Layer):
+    """Correct: W_o a subclass of nn.Linear."""
+
+    def __init__(self, embed_dim, num_heads, num_kv_heads, bias=True):
+        super().__init__(embed_dim, num_heads, num_kv_heads, bias)
+        self.W_o = OutputLinear(embed_dim, embed_dim, bias=bias)
+
+
 WRONG = {
+    OwnProjections: "W_k and W_v are not nn.Linear",
     Tiled: "tiles the key/value heads",
     StartAligned: "aligned to the start of the keys",
     NaNRows: "NaN on fully masked rows",
     FullSizeKV: "num_kv_heads * head_dim",
 }
-CORRECT = [Layer, WithSDPA, WithEinsum]
+CORRECT = [Layer, WithSDPA, WithEinsum, SubclassedLinear]

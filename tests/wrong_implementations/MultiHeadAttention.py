@@ -152,7 +152,49 @@ class FromTorchKQV(Layer):
         return layer
 
 
+class Projection(nn.Module):
+    """A projection of one's own: the weight and bias of nn.Linear, applied with F.linear."""
+
+    def __init__(self, n_in, n_out, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_out, n_in) / math.sqrt(n_in))
+        self.bias = nn.Parameter(torch.zeros(n_out)) if bias else None
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.weight, self.bias)
+
+
+class OwnProjections(Layer):
+    """Right outputs, but the stub's nn.Linear projections replaced by modules of its own."""
+
+    def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, dropout=0.0):
+        super().__init__(embed_dim, num_heads, kdim=kdim, vdim=vdim, bias=bias, dropout=dropout)
+        self.W_q = Projection(embed_dim, embed_dim, bias)
+        self.W_v = Projection(vdim or embed_dim, embed_dim, bias)
+
+
+class ScaledLinear(nn.Linear):
+    """nn.Linear with an initialisation of its own."""
+
+    def reset_parameters(self):
+        nn.init.xavier_uniform_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+
+class SubclassedLinear(Layer):
+    """Correct: the projections are a subclass of nn.Linear."""
+
+    def __init__(self, embed_dim, num_heads, *, kdim=None, vdim=None, bias=True, dropout=0.0):
+        super().__init__(embed_dim, num_heads, kdim=kdim, vdim=vdim, bias=bias, dropout=dropout)
+        self.W_q = ScaledLinear(embed_dim, embed_dim, bias=bias)
+        self.W_k = ScaledLinear(kdim or embed_dim, embed_dim, bias=bias)
+        self.W_v = ScaledLinear(vdim or embed_dim, embed_dim, bias=bias)
+        self.W_o = ScaledLinear(embed_dim, embed_dim, bias=bias)
+
+
 WRONG = {
+    OwnProjections: "W_q and W_v are not nn.Linear",
     NoScale: "without the 1/sqrt(d_k) scale",
     InvertedMask: "inverts the mask",
     NaNRows: "NaN on fully masked rows",
@@ -161,4 +203,4 @@ WRONG = {
     NoBias: "has no biases",
     FromTorchKQV: "swaps the query and key projections",
 }
-CORRECT = [Layer, Einsum, LoopOverHeads]
+CORRECT = [Layer, Einsum, LoopOverHeads, SubclassedLinear]

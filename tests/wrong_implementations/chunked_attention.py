@@ -1,6 +1,7 @@
 """`chunked_attention` (PyTorch, online softmax): classic bugs and correct alternatives."""
 import math
 
+import numpy as np
 import torch
 
 
@@ -153,7 +154,81 @@ def python_loop_over_chunks_float64(q, k, v, chunk_size, causal=False):
     return torch.where(l > 0, acc / torch.where(l > 0, l, 1.0), 0.0).to(q.dtype)
 
 
+def full_scores_then_chunks(q, k, v, chunk_size, causal=False):
+    """The whole (Lq, Lk) score matrix first, then the online softmax over slices of it: the
+    values are right, the memory is the plain version's."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-1, -2)  # (..., Lq, Lk) at once
+    m = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=q.dtype)
+    l = torch.zeros_like(m)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
+    for start, stop in _chunks(lk, chunk_size):
+        s = scores[..., start:stop]
+        if causal:
+            s = s.masked_fill(~_allowed(lq, lk, start, stop), -math.inf)
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        shift = m_new.clamp(min=torch.finfo(q.dtype).min)
+        p, alpha = torch.exp(s - shift), torch.exp(m - shift)
+        l, acc, m = l * alpha + p.sum(-1, keepdim=True), acc * alpha + p @ v[..., start:stop, :], m_new
+    return acc / l.clamp(min=torch.finfo(q.dtype).tiny)
+
+
+def plain_softmax(q, k, v, chunk_size, causal=False):
+    """No chunks at all: softmax over the whole score matrix (chunk_size ignored)."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(~_allowed(lq, lk, 0, lk), -math.inf)
+    w = torch.softmax(s, dim=-1)
+    return torch.nan_to_num(w) @ v  # a query that sees no key: 0, not NaN
+
+
+def scores_chunked_then_joined(q, k, v, chunk_size, causal=False):
+    """The scores computed chunk by chunk, then concatenated: the whole matrix again."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    parts = []
+    for start, stop in _chunks(lk, chunk_size):
+        s = q @ k[..., start:stop, :].transpose(-1, -2) / math.sqrt(q.shape[-1])
+        parts.append(s.masked_fill(~_allowed(lq, lk, start, stop), -math.inf) if causal else s)
+    return torch.nan_to_num(torch.softmax(torch.cat(parts, dim=-1), dim=-1)) @ v
+
+
+def numpy_whole_matrix(q, k, v, chunk_size, causal=False):
+    """In NumPy, as chapters 1-3: the whole score matrix (what tracemalloc sees, not torch)."""
+    qn, kn, vn = q.numpy(), k.numpy(), v.numpy()
+    lq, lk = qn.shape[-2], kn.shape[-2]
+    s = qn @ np.swapaxes(kn, -1, -2) / math.sqrt(qn.shape[-1])
+    if causal:
+        s = np.where(_allowed(lq, lk, 0, lk).numpy(), s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0))
+    total = e.sum(-1, keepdims=True)
+    return torch.from_numpy(np.where(total > 0, e / np.where(total > 0, total, 1), 0) @ vn)
+
+
+def numpy_chunks(q, k, v, chunk_size, causal=False):
+    """Correct: the online softmax in NumPy, one chunk of keys at a time."""
+    qn, kn, vn = q.numpy() / math.sqrt(q.shape[-1]), k.numpy(), v.numpy()
+    lq, lk = qn.shape[-2], kn.shape[-2]
+    m = np.full(qn.shape[:-1] + (1,), -np.inf, dtype=qn.dtype)
+    l = np.zeros_like(m)
+    acc = np.zeros(qn.shape[:-1] + (vn.shape[-1],), dtype=qn.dtype)
+    for start, stop in _chunks(lk, chunk_size):
+        s = qn @ np.swapaxes(kn[..., start:stop, :], -1, -2)
+        if causal:
+            s = np.where(_allowed(lq, lk, start, stop).numpy(), s, -np.inf)
+        m_new = np.maximum(m, s.max(-1, keepdims=True))
+        shift = np.where(np.isfinite(m_new), m_new, 0)
+        p, alpha = np.exp(s - shift), np.exp(m - shift)
+        l, acc, m = l * alpha + p.sum(-1, keepdims=True), acc * alpha + p @ vn[..., start:stop, :], m_new
+    return torch.from_numpy(np.where(l > 0, acc / np.where(l > 0, l, 1), 0))
+
+
 WRONG = {
+    full_scores_then_chunks: "at least half the",
+    plain_softmax: "at least half the",
+    scores_chunked_then_joined: "at least half the",
+    numpy_whole_matrix: "new NumPy arrays and Python objects at once",
     no_rescale: "not rescaled by exp(m_old - m_new)",
     nan_when_nothing_seen: "exp(-inf - -inf) = NaN",
     unnormalised: "missing the final normalisation",
@@ -161,4 +236,4 @@ WRONG = {
     local_mask_index: "index inside its chunk",
     whole_chunks_only: "leaves out the last, shorter chunk",
 }
-CORRECT = [log_sum_exp_merge, python_loop_over_chunks_float64]
+CORRECT = [log_sum_exp_merge, python_loop_over_chunks_float64, numpy_chunks]

@@ -23,23 +23,32 @@ TOLERANCE = {
 GRAD_TOLERANCE = {"rtol": 1e-8, "atol": 1e-10}
 
 
+# The ``check`` feature of a layer's case on its projections' types (property
+# ``projections_are_linear``), and the hint said where only that case fails.
+LINEAR_TYPES = "the types of W_q, W_k, W_v and W_o"
+LINEAR_HINT = "W_q, W_k, W_v and W_o are nn.Linear modules (torch.nn.Linear or a subclass of it)"
+
+
 def randn(rng, shape, dtype="float64", scale=1.0):
     """Standard normal samples of ``shape`` in ``dtype`` (drawn in float64, then cast)."""
     return (scale * rng.standard_normal(shape)).astype(dtype)
 
 
 def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None, dtype="float64",
-              weight=1.0, properties=(), as_tensors=False, rung=0, features=None, **tolerance):
+              weight=1.0, properties=(), as_tensors=False, peak_memory=False, rung=0, features=None, **tolerance):
     """A case of the generic ``call`` driver with the tolerance of ``dtype`` (overridable).
 
-    ``as_tensors=True`` hands the array inputs to the function as torch tensors; ``features``
-    describes the inputs (``Case.features``).
+    ``as_tensors=True`` hands the array inputs to the function as torch tensors;
+    ``peak_memory=True`` has the driver measure what the call allocates at its peak (for a
+    property on it); ``features`` describes the inputs (``Case.features``).
     """
     tol = {**TOLERANCE[dtype], **tolerance}
     inputs = {"function": function, "args": list(args), "kwargs": dict(kwargs or {}),
               "returns": list(returns), "sizes": dict(sizes or {})}
     if as_tensors:
         inputs["as_tensors"] = True
+    if peak_memory:
+        inputs["peak_memory"] = True
     return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), rung=rung,
                 features=dict(features or {}), **tol)
 

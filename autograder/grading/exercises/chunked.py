@@ -16,7 +16,7 @@ def chunked_cases(rng):
     B, H, d_k, d_v = 2, 3, 6, 7
 
     def case(name, lq, lk, chunk, causal=False, dtype="float64", scale=1.0, heads=True, same_d=False, rung=1,
-             **tolerance):
+             memory=False, **tolerance):
         lead, dv = ((B, H) if heads else (B,)), (d_k if same_d else d_v)
         args = [randn(rng, (*lead, lq, d_k), dtype, scale), randn(rng, (*lead, lk, d_k), dtype, scale),
                 randn(rng, (*lead, lk, dv), dtype), chunk]
@@ -28,9 +28,12 @@ def chunked_cases(rng):
                     "head sizes": "d_k = d_v" if same_d else "d_k != d_v", "chunks": chunking,
                     "causal": "causal" if causal else "not causal", "dtype": dtype,
                     "rank": "4-D inputs" if heads else "3-D inputs",
-                    "scale": "scores of about a hundred" if scale > 1 else "scores of a few units"}
+                    "scale": "scores of about a hundred" if scale > 1 else "scores of a few units",
+                    "keys": f"{lk} keys ({-(-lk // chunk)} chunks)" if memory else "a few keys"}
         return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
-                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features, **tolerance)
+                         properties=("inputs_unchanged",) + (("never_holds_all_scores",) if memory else ()),
+                         as_tensors=True, peak_memory=memory, weight=2.0 if memory else 1.0, rung=rung,
+                         features=features, **tolerance)
 
     return [
         case("Lq = Lk = 8, d_k = d_v, chunk_size 4", 8, 8, 4, same_d=True, rung=0),
@@ -52,6 +55,17 @@ def chunked_cases(rng):
         # tolerance is looser here.
         case("float32, scores of about a hundred, Lq 4, Lk 10", 4, 10, 3, dtype="float32", scale=6.0, rung=2,
              rtol=1e-4, atol=1e-5),
+        # "Never holding the full (Lq, Lk) score matrix", measured: what the call holds at its
+        # peak (drivers.memory) must stay under half of one (B, H, Lq, Lk) float64 matrix, 9 MiB
+        # here. With 32 chunks the reference peaks at 0.13 of it (four chunk-sized arrays at
+        # once), the correct alternatives of tests/wrong_implementations/ (torch or NumPy) at
+        # 0.10-0.13; the whole matrix sliced into chunks afterwards at 1.1, softmaxed whole or
+        # joined from chunks at 3.0 in torch, 4.0 in NumPy. float64, so that a float64
+        # computation cast back holds no more than the reference. 15-25 ms of CPU, measured.
+        # The same features as "Lq 4 < Lk 8, d_k = d_v, chunk_size 4" but the number of keys:
+        # a minimal pair. Weighed twice: it is what makes the exercise chunked.
+        case("Lq 96 < Lk 2048, d_k = d_v, chunk_size 64 (memory measured)", 96, 2048, 64, same_d=True, rung=3,
+             memory=True),
     ]
 
 
@@ -103,7 +117,9 @@ CHUNKED_ATTENTION = Exercise(
             ("Lq != Lk, d_k != d_v, or a chunk_size that does not divide Lk", "the output has d_v features "
              "(from v), the causal mask is end-aligned (query i sees keys j <= i + Lk - Lq), and the last "
              "chunk may be shorter"),
-            ("float32 scores of about a hundred", "subtract the running max before exp")),
+            ("float32 scores of about a hundred", "subtract the running max before exp"),
+            ("2048 keys, with the memory the call holds measured", "hold the scores of one chunk of keys at a "
+             "time, never the whole (..., Lq, Lk) matrix")),
     bugs={
         "your output matches an online softmax whose accumulator is not rescaled by exp(m_old - m_new) "
         "when the running max grows": (_chunked_bug("accumulator_not_rescaled", rescale=False),

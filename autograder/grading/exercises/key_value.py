@@ -10,7 +10,7 @@ import torch
 from solutions import efficient as ref
 
 from ...spec import Case, Exercise
-from .cases import TOLERANCE, call_case, randn
+from .cases import LINEAR_HINT, LINEAR_TYPES, TOLERANCE, call_case, randn
 
 # --- repeat_kv ---------------------------------------------------------------------------------
 
@@ -77,7 +77,8 @@ def _gqa_state(rng, E, H, kv, d, bias):
 def gqa_cases(rng):
     B, L, E, H, d, Lp = 2, 5, 24, 6, 4, 7
 
-    def case(name, kv, dtype="float64", bias=True, mask=None, causal=False, new=L, past=False, rung=1):
+    def case(name, kv, dtype="float64", bias=True, mask=None, causal=False, new=L, past=False, rung=1,
+             check="the output", properties=()):
         sizes = {"B": B, "L": new, "E": E, "H": H, "Hkv": kv, "d": d, "H*d": H * d, "Hkv*d": kv * d}
         inputs = dict(config=dict(embed_dim=E, num_heads=H, num_kv_heads=kv, bias=bias),
                       state=_gqa_state(rng, E, H, kv, d, bias), x=randn(rng, (B, new, E), dtype), mask=mask,
@@ -89,9 +90,9 @@ def gqa_cases(rng):
                     "causal": "causal" if causal else "not causal", "dtype": dtype,
                     "bias": "bias=True" if bias else "bias=False",
                     "mask": "no mask" if mask is None else "a boolean mask",
-                    "cache": "new tokens after cached ones" if past else "no cache"}
+                    "cache": "new tokens after cached ones" if past else "no cache", "check": check}
         return Case(name=name, driver="gqa_forward", inputs=inputs, rung=2 if past else rung, features=features,
-                    **TOLERANCE[dtype])
+                    properties=properties, **TOLERANCE[dtype])
 
     empty_rows = rng.random((B, 1, L, L)) < 0.5  # (B, 1, Lq, Lk): shared by the heads
     empty_rows[0, 0, 1] = False  # a query that may attend to nothing
@@ -101,6 +102,10 @@ def gqa_cases(rng):
     return [
         case("multi-head (num_kv_heads = num_heads), no mask", H, rung=0),
         case("multi-head (num_kv_heads = num_heads), causal", H, causal=True, rung=0),
+        # The stub's "(nn.Linear)": only the projections' types tell a module of one's own with
+        # the same weight and bias apart. The first case's inputs, the check alone differing.
+        case("multi-head (num_kv_heads = num_heads), no mask: W_q..W_o are nn.Linear", H, rung=0,
+             check=LINEAR_TYPES, properties=("projections_are_linear",)),
         case("6 query heads, 2 kv heads, no mask", 2),
         case("6 query heads, 2 kv heads, causal", 2, causal=True),
         case("multi-query (num_kv_heads = 1), causal, float32", 1, "float32", causal=True),
@@ -155,7 +160,8 @@ def _gqa_bug(name, **knobs):
 GROUPED_QUERY_ATTENTION = Exercise(
     id="GroupedQueryAttention",
     cases=gqa_cases,
-    hints={"num_kv_heads < num_heads": "W_k and W_v project to num_kv_heads * head_dim, and query head h reads "
+    hints={LINEAR_TYPES: LINEAR_HINT,
+           "num_kv_heads < num_heads": "W_k and W_v project to num_kv_heads * head_dim, and query head h reads "
                                        "key/value head h // (num_heads // num_kv_heads)",
            "causal": "a causal mask hides the keys after each query",
            "new tokens after cached ones": "the causal mask is end-aligned: the new tokens are the last Lq of the Lk "

@@ -11,7 +11,7 @@ from torch import nn
 from solutions.layer import MultiHeadAttention as ReferenceLayer
 
 from ...spec import Case, Exercise
-from .cases import GRAD_TOLERANCE, TOLERANCE, randn
+from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, randn
 from .layer import LAYER_PROPERTIES, layer_masks
 
 # --- MultiHeadAttention (PyTorch) --------------------------------------------------------------
@@ -53,7 +53,7 @@ def layer_cases(rng):
 
     def case(name, part, driver="mha_forward", *, dtype="float64", widths="kdim = vdim = E", lengths="Lq = Lk",
              bias=True, mask=None, mask_words="no mask", head_mask=None, dropout=0.0, check="forward", extra=None,
-             properties=LAYER_PROPERTIES, tolerance=None):
+             properties=LAYER_PROPERTIES, tolerance=None, rung=None):
         cross, lk = widths != "kdim = vdim = E", Lk if lengths != "Lq = Lk" else L
         k_in, v_in = (kdim, vdim) if cross else (E, E)
         sizes = {n: v for n, v in all_sizes.items() if (cross or n not in ("kdim", "vdim"))}
@@ -78,7 +78,8 @@ def layer_cases(rng):
                     "head_mask": "no head_mask" if head_mask is None else "a head_mask (1, 0, 0.5)",
                     "mode": "eval mode" if dropout == 0 else "dropout=0.5, in eval and in training mode",
                     "check": check}
-        return Case(name=name, driver=driver, inputs=inputs, properties=properties, rung=_RUNGS[part],
+        return Case(name=name, driver=driver, inputs=inputs, properties=properties,
+                    rung=_RUNGS[part] if rung is None else rung,
                     features=features, **(tolerance or TOLERANCE[dtype]))
 
     square_masks = layer_masks(rng, B, H, L, L)
@@ -91,6 +92,11 @@ def layer_cases(rng):
         case("bias=False", "forward", bias=False),
         case("gradients w.r.t. query, key, value and W_q..W_o (float64)", "forward", extra=gradients,
              check="gradients", tolerance=GRAD_TOLERANCE),
+        # The stub's "nn.Linear": a module of its own with weight and bias of the right shapes
+        # computes the same outputs, so only the projections' types tell. The first case's inputs
+        # (rung 0), the check alone differing: a minimal pair whose hint is the contract.
+        case("E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear", "projections and shapes",
+             check=LINEAR_TYPES, properties=LAYER_PROPERTIES + ("projections_are_linear",), rung=0),
         case("kdim, vdim != E", "projections and shapes", widths="kdim, vdim != E"),
         case("Lq < Lk", "projections and shapes", lengths="Lq < Lk"),
         case("causal mask (L, L)", "masks", mask=square_masks[1], mask_words="a causal mask (Lq, Lk)"),
@@ -231,6 +237,7 @@ MULTI_HEAD_ATTENTION_LAYER = Exercise(
     hints={"kdim, vdim != E": "W_k maps kdim -> E and W_v maps vdim -> E (nn.Linear(kdim, E), nn.Linear(vdim, E))",
            "Lq < Lk": "the scores are (B, H, Lq, Lk): the number of keys comes from key, not from query",
            "float32": "keep the input's dtype",
+           LINEAR_TYPES: LINEAR_HINT,
            "bias=False": "bias=False means no bias in any of the four nn.Linear",
            "gradients": "keep every step in torch (no .detach(), .numpy() or new tensors) so gradients flow",
            "a causal mask (Lq, Lk)": "a mask is True where a query may attend; (Lq, Lk) broadcasts over batch and heads",

@@ -26,6 +26,7 @@ import copy
 import numpy as np
 
 from ...spec import MODULE_OF
+from . import memory
 
 # Outputs that are compared by the judge with their own rules, not value by value.
 META_KEYS = ("result_type", "len", "types", "args_after", "kwargs_after")
@@ -96,20 +97,27 @@ def _as_tensor(x):
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
-def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_tensors=False):
+def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_tensors=False, peak_memory=False):
     """Call ``<module of function>.<function>(*args, **kwargs)`` on copies of the inputs.
 
     ``returns`` names the outputs (``("out", "weights")`` for a function returning a pair).
     ``sizes`` (e.g. ``{"B": 2, "Lq": 3}``) is for the judge's messages and is not used here.
     ``as_tensors``: pass the array inputs as torch tensors (for the PyTorch exercises).
+    ``peak_memory``: also measure what the call allocates at its peak (``_memory``, see
+    ``memory.peak``).
     """
     kwargs = dict(kwargs or {})
     args, kwargs = copy.deepcopy(list(args)), copy.deepcopy(kwargs)
     if as_tensors:
         args, kwargs = [_as_tensor(a) for a in args], {k: _as_tensor(v) for k, v in kwargs.items()}
     fn = getattr(ns.module(MODULE_OF[function]), function)
-    result = fn(*args, **kwargs)
+    if peak_memory:
+        result, used = memory.peak(lambda: fn(*args, **kwargs))
+    else:
+        result, used = fn(*args, **kwargs), None
     data = describe_result(result, tuple(returns))
+    if used is not None:
+        data["_memory"] = used
     data["args_after"] = _arrays_only(args)
     data["kwargs_after"] = {k: a for k, a in zip(kwargs, _arrays_only(kwargs.values()))}
     return data

@@ -24,6 +24,20 @@ def param_shapes(layer):
     return shapes
 
 
+def linear_types(layer):
+    """``{"W_q": None, ...}``: None for a projection that is an ``nn.Linear`` (or a subclass),
+    else the dotted name of what the attribute is (``NoneType`` when it is missing). The type
+    itself is asked, not ``isinstance``, which a ``__class__`` property could answer."""
+    from torch import nn
+
+    types = {}
+    for name in LINEARS:
+        kind = type(getattr(layer, name, None))
+        module = kind.__module__ if type(kind.__module__) is str else "?"  # a class body may set it to anything
+        types[name] = None if issubclass(kind, nn.Linear) else f"{module}.{kind.__qualname__}"[:120]
+    return types
+
+
 def _build_layer(ns, config, state, dtype):
     """The learner's layer with the case's weights loaded, or None when its shapes differ."""
     import torch
@@ -35,7 +49,7 @@ def _build_layer(ns, config, state, dtype):
     shapes = param_shapes(layer)
     expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
     data = {"param_shapes": shapes, "num_heads": plain(getattr(layer, "num_heads", None))[0],
-            "head_dim": plain(getattr(layer, "head_dim", None))[0]}
+            "head_dim": plain(getattr(layer, "head_dim", None))[0], "_linears": linear_types(layer)}
     if shapes != expected:
         return None, data
     layer = layer.to(getattr(torch, dtype))
@@ -194,7 +208,7 @@ def gqa_forward(ns, config, state, x, mask=None, causal=False, past=None, dtype=
     shapes = param_shapes(layer)
     expected = {k: (None if state.get(k) is None else list(state[k].shape)) for k in shapes}
     data = {"param_shapes": shapes, **{k: plain(getattr(layer, k, None))[0] for k in
-                                       ("num_heads", "num_kv_heads", "head_dim")}}
+                                       ("num_heads", "num_kv_heads", "head_dim")}, "_linears": linear_types(layer)}
     if shapes != expected:
         return data
     layer = layer.to(getattr(torch, dtype)).eval()
