@@ -55,13 +55,6 @@ ALLOWED = {
     "resource": "platform: POSIX only, and a spawned child (practice.py) runs on Windows too",
 }
 
-# Function-level imports of files being rewritten elsewhere, as (file, module): to be cleared.
-PENDING = {
-    ("autograder/grading/exercises/importance.py", "autograder.isolation.drivers.harness"),
-    ("autograder/grading/exercises/masking.py", "solutions.masking"),
-    ("autograder/grading/exercises/pruning.py", "torch"),
-    ("autograder/isolation/drivers/core.py", "sys"),
-}
 
 DEFERRED = re.compile(r"#\s*deferred:\s*\S.{9,}")  # a reason of a few words at least
 
@@ -160,13 +153,8 @@ def found() -> list[Misplaced]:
 
 
 def test_every_import_inside_a_function_has_its_reason(found):
-    wrong = [str(m) for m in found if (m.path, m.module) not in PENDING]
+    wrong = [str(m) for m in found]
     assert not wrong, "\n".join(wrong)
-
-
-def test_pending_lists_only_what_is_still_there(found):
-    still = {(m.path, m.module) for m in found}
-    assert not PENDING - still, f"fixed since: remove from PENDING {sorted(PENDING - still)}"
 
 
 def test_every_allowed_module_is_deferred_somewhere():

@@ -15,6 +15,7 @@ import torch
 from lab import digits
 from solutions import pruning as reference
 
+from ...isolation.drivers.harness import harness_digits
 from ...spec import Case, Exercise
 
 
@@ -45,8 +46,6 @@ def _lab_state():
 def _state_shapes(config: tuple) -> dict:
     """Parameter name -> shape of the lab-shaped harness model of ``config`` (building the
     model, with torch's initialisation, costs more than drawing its weights: done once)."""
-    from ...isolation.drivers.harness import harness_digits
-
     return {k: tuple(v.shape) for k, v in harness_digits(dict(config)).state_dict().items()}
 
 

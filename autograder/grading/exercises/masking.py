@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from solutions.masking import causal_mask as reference_causal_mask
+from solutions.masking import masked_softmax as reference_masked_softmax
 
 from ...spec import Exercise
 from . import cases
@@ -251,8 +252,7 @@ def _full(mask, scores):
 # (masked_softmax); -inf from triu with no guard (NaN rows) in niujiazhen/happy-llm
 # (maskSelfAttention.py); scores multiplied by the mask in allenai/allennlp (masked_softmax).
 def masked_softmax_inverted(scores, mask):
-    from solutions.masking import masked_softmax
-    return masked_softmax(scores, ~_full(mask, scores))
+    return reference_masked_softmax(scores, ~_full(mask, scores))
 
 
 def masked_softmax_after(scores, mask):
@@ -302,9 +302,8 @@ def masked_softmax_multiplied_then_renormalised(scores, mask):
 
 
 def masked_softmax_wrong_axis(scores, mask):
-    from solutions.masking import masked_softmax
     flip = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
-    return flip(masked_softmax(flip(scores), flip(_full(mask, scores))))
+    return flip(reference_masked_softmax(flip(scores), flip(_full(mask, scores))))
 
 
 MASKED_SOFTMAX = Exercise(

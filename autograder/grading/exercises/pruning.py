@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch import nn
 
 from solutions import pruning as reference
 
@@ -84,8 +85,6 @@ def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_h
 
 
 def _select(linear, index, dim, biases=True, new_linear=False):
-    from torch import nn
-
     if new_linear:  # a fresh nn.Linear (float32 by default) with the kept weights copied in
         fresh = nn.Linear(*linear.weight.index_select(dim, index).shape[::-1], bias=linear.bias is not None)
         with torch.no_grad():

@@ -22,6 +22,7 @@ Conventions of the returned dict (the judge relies on them):
 from __future__ import annotations
 
 import copy
+import sys
 
 import numpy as np
 
@@ -48,8 +49,6 @@ def _to_array(x):
 
 
 def _torch_if_loaded():
-    import sys
-
     return sys.modules.get("torch")
 
 
