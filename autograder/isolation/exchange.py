@@ -119,7 +119,7 @@ class Child:
             elif msg.get("done") is True:
                 self.reusable = msg.get("reusable") is True
                 self.not_imported = not_imported(msg.get("not_imported"))
-                return outputs, None
+                return in_the_notes_words(outputs, self.not_imported), None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
                 progress = time.monotonic()
                 if spent is not None:
@@ -168,6 +168,17 @@ def not_imported(record) -> dict[str, str]:
             words += f" (`{inert(code[:120]).strip()}`)"
         out[name] = words
     return out
+
+
+def in_the_notes_words(outputs: list, failed: dict[str, str]) -> list:
+    """The cases of an exercise whose own module did not import, saying why in the words of the
+    notes (:func:`not_imported`): one failure, one sentence, in every report that shows it."""
+    for i, output in enumerate(outputs):
+        if isinstance(output, CaseError) and output.kind == "import":
+            module = output.message.partition(".py: ")[0]
+            if module in failed:
+                outputs[i] = CaseError("import", f"{module}.py: {failed[module]}")
+    return outputs
 
 
 def stand_in_notes(failed: dict[str, str], own: str) -> list[str]:
