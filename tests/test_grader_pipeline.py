@@ -217,7 +217,7 @@ def test_the_table_shows_status_score_feedback_and_total(zygote, tmp_path):
     text = console.export_text()
     assert "softmax" in text and "5/5" in text and "passed" in text
     assert "padding_mask" in text and "0/4" in text and "error" in text
-    assert "ValueError: broken on purpose" in text
+    assert "ValueError at line 1: broken on purpose" in text
     assert "total" in text and "5/9" in text
 
 

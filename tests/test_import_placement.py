@@ -9,13 +9,13 @@ reason the module's top cannot serve:
   NumPy, matplotlib, rich, markdown-it; or one of ours that imports one of them), which a light
   path must not pay: ``mha-grade``'s start-up before its exec (``classroom/cli.py``, ``--help``
   included), the process that runs before the zygote is forked, the kernel's ``check()``
-  client (``autograder/service.py``'s client half), ``build_release.py --book-config``;
+  client (``autograder/service/__init__.py``), ``build_release.py --book-config``;
 * **order**: what must come after something else at run time: torch once
   ``OMP_NUM_THREADS`` is set (``isolation/zygote.py``), the checks and the references once the
   zygote is forked (``.importlinter``, the ``before-the-fork`` contract), the class read and
   drawn by the process ahead of a batch, not by the image that forks it (``classroom/ahead.py``);
 * **platform**: a module some OS lacks (``pwd``, ``resource``, ``landlockpy`` on Windows or
-  macOS) on a path that runs on every OS (``practice.py`` imports ``isolation/`` there);
+  macOS) on a path that runs on every OS (``isolation/practice.py`` runs there);
 * **a secret folder** (``grading/``, ``classroom/``, ``solutions``) reached from public code,
   where a learner release lacks it: by name (``importlib.import_module``), never an import
   statement (``.importlinter``): nothing of it shows here;

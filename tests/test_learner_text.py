@@ -115,6 +115,10 @@ def test_a_failing_case_keeps_its_cause_in_parts():
                                                                 "text": "shapes (2,3) and (4,)"}
     assert cause_parts(CaseError("import", "masking.py: SyntaxError: invalid syntax (masking.py, line 3)"), []) == {
         "kind": "import", "type": "SyntaxError", "file": "masking.py", "line": 3, "text": "invalid syntax"}
+    # In the notes' words, as the grader now says it (exchange.in_the_notes_words): the code is not the message.
+    notes = "masking.py: SyntaxError at line 3: invalid syntax (`def f(:`)"
+    assert cause_parts(CaseError("import", notes), []) == {
+        "kind": "import", "type": "SyntaxError", "file": "masking.py", "line": 3, "text": "invalid syntax"}
     assert cause_parts(CaseError("exception", "SystemExit (exiting is not a result)"), [])["type"] == "SystemExit"
     assert cause_parts(CaseError("timeout", "no result within 2 s"), []) == {"kind": "timeout"}
     shape = cause_parts(None, ["the result has shape (2, 3), expected (2, 4)"])

@@ -92,6 +92,9 @@ MISMATCH_WORDS = {
     "module types": "a projection of the layer is not an nn.Linear",
 }
 # describe()'s tail in the learner's process: "(attention.py, line 12: the line's code)".
+# "masking.py: SyntaxError at line 3: invalid syntax (`def f(:`)", the code cut at 120 characters.
+_NOT_IMPORTED = re.compile(r"(?P<file>\w+\.py): (?P<type>[\w.]+)(?: at line (?P<line>\d{1,9}))?"
+                           r"(?:: (?P<text>.*?))?(?: \(`.*`\))?$", re.S)
 _WHERE = re.compile(r" \(([^\s(),]+), line (\d{1,9})(?::.*)?\)$")
 
 
@@ -107,6 +110,13 @@ def cause_parts(error: CaseError | None, reasons: list[str]) -> dict:
         return parts  # the grader's own words (a timeout, a crash, the stub, a missing function)
     text = error.message or ""
     if error.kind == "import":
+        said = None if _WHERE.search(text) else _NOT_IMPORTED.match(text)
+        if said:  # in the notes' words (exchange.not_imported): file, type, line, message, code
+            parts.update(type=said["type"], file=said["file"])
+            if said["line"]:
+                parts["line"] = int(said["line"])
+            parts["text"] = (said["text"] or "").strip()
+            return parts
         text = re.sub(r"^\w+\.py: ", "", text)
     if error.kind != "garbage":
         head, colon, rest = text.partition(": ")
