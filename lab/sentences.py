@@ -56,6 +56,25 @@ def text(num_sentences, seed):
     return " ".join(sentence(rng) for _ in range(num_sentences))
 
 
+def unseen_text(num_sentences, seed, seen):
+    """``num_sentences`` sentences drawn with ``seed``, skipping every sentence in ``seen`` (a set,
+    e.g. the training sentences): a held-out text the model never saw word for word. The grammar is
+    small, so a plain second draw repeats many training sentences (about 4 in 10 of them)."""
+    rng = np.random.default_rng(seed)
+    drawn = []
+    while len(drawn) < num_sentences:
+        candidate = sentence(rng)
+        if candidate not in seen:
+            drawn.append(candidate)
+    return " ".join(drawn)
+
+
+def sentence_set(num_sentences, seed):
+    """The distinct sentences of ``text(num_sentences, seed)``: what a model trained on it saw."""
+    rng = np.random.default_rng(seed)
+    return {sentence(rng) for _ in range(num_sentences)}
+
+
 def encode(s):
     """A string of the alphabet -> ``(len(s),)`` int64 token ids."""
     unknown = sorted(set(s) - set(_INDEX))
@@ -168,14 +187,26 @@ def entropy_rate(num_sentences=20000, seed=3):
 
 
 def agrees_with_the_wrong_noun(s):
-    """Whether ``s`` is out of the grammar only by its verb's number, and has a prepositional
-    phrase whose noun that verb agrees with instead of its subject ("the cat near the dogs run.")."""
-    if is_valid(s) or not any(f" {p} " in s for p in PREPOSITIONS):
+    """Whether ``s`` is out of the grammar only by its verb's number, and that verb agrees with the
+    noun of a prepositional phrase between it and its subject instead ("the cat near the dogs run.").
+
+    The verb is compared with the phrase's noun: "two dogs behind two foxes sings." is out by its
+    verb alone, but that verb agrees with neither noun, so it is not this kind of mistake."""
+    if is_valid(s) or not s.endswith("."):
         return False
-    swap = {**INTRANSITIVE, **TRANSITIVE}
-    swap.update({v: k for k, v in list(swap.items())})
     words = s[:-1].split(" ")
-    for i, w in enumerate(words):
-        if w in swap and is_valid(" ".join(words[:i] + [swap[w]] + words[i + 1:]) + "."):
-            return True
-    return False
+    subject = _parse_np(words, 0)
+    if subject is None or subject[1] >= len(words) or words[subject[1]] not in PREPOSITIONS:
+        return False
+    inner = _parse_np(words, subject[1] + 1)
+    if inner is None or inner[1] >= len(words):
+        return False
+    (subject_number, _), (phrase_number, i) = subject, inner
+    verb = words[i]
+    swap = {**INTRANSITIVE, **TRANSITIVE}
+    swap.update({plural: singular for singular, plural in list(swap.items())})
+    if verb not in swap:
+        return False
+    verb_number = "sg" if verb in INTRANSITIVE or verb in TRANSITIVE else "pl"
+    flipped = " ".join(words[:i] + [swap[verb]] + words[i + 1:]) + "."
+    return verb_number == phrase_number != subject_number and is_valid(flipped)

@@ -9,11 +9,19 @@ of the book build, so this file checks the keys statically, without running anyt
 counts the ties. It also keeps out sentences the review of the chapters found false.
 """
 import ast
+import importlib
 import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
+from torch.profiler import profile
+
+from autograder.grading.exercises.heads import split_cases
+from lab import removal, sentences
+from solutions import heads, layer
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 NOTEBOOKS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
@@ -63,6 +71,40 @@ REFUTED = {
     "$\\log 32$ = 3.47": "a typed number: glued from induction.CHANCE",
     "the heads left behind still copy part of the way (the loss stays below chance)":
         "on seeds 6 and 7 (a single previous-token head) removing the top pair takes the loss above chance",
+    # Issue 33: the refuting review from outside (26 sentences).
+    "returns nan for the whole empty item, weights and output;":
+        "only when it computes the weights or on its eval fast path: need_weights=False in training gives the bias",
+    "`nn.multiheadattention` does not turn such rows into zeros (its handling":
+        "with need_weights=False in training mode the row's output is finite",
+    "unlike it in torch 2.13 on cpu, gives zero weights instead of nan":
+        "nn.MultiheadAttention returns the bias with need_weights=False in training mode",
+    "outputs are nan (in torch 2.13, see chapter 2)": "only when PyTorch computes the weights",
+    "that never store the whole `(lq, lk)` weights": "with dropout_p > 0 SDPA on CPU falls back to the math kernel",
+    "no order (nor the random mean) keeps more than": "single random orders keep more (50.9 % on seed 3)",
+    "scores measured with all 16 heads present say little":
+        "the iterative order re-measures with the survivors only and fails as often",
+    "`digits.pruning_curves`": "pruning_curves is in lab.removal",
+    "`digits.importance_from_activations`": "importance_from_activations is in lab.removal",
+    "independent unit-variance components has variance": "needs mean 0: with mean 1 the variance is 3 d_k",
+    "never holds more than one chunk's scores": "the chapter measures about 4 chunks' worth",
+    "the two vectors point the same way *and* with their lengths": "length helps only when cos > 0",
+    "score rewards length as well as alignment. a hard": "length helps only when cos > 0",
+    "below it, the dot product of": "on the built page the printed lines come above the heat map",
+    "`olsson2022` named them": "Elhage et al. (2021) named induction heads",
+    "through a pair of heads found": "the circuits have 4 to 8 heads",
+    "positions must come from outside.": "with a causal mask the layer is not equivariant",
+    "but a model that must tell \"two words back\"": "a causal mask gives position (1/(t+1) after a start token)",
+    "gpt-neox, and the hugging face port of llama, pair the": "GPT-NeoX rotates 25 % of the features (rotary_pct)",
+    "in models of every size they studied": "one-layer models form none",
+    "(it follows a random token: nothing announces it)": "its loss is 2.78 to 3.41, below chance, on every seed",
+    "with the cut at 0.6 instead, the circuits are smaller:": "the same size on 5 of 10 seeds",
+    "outside it now costs more, up to": "unchanged on 5 seeds, lower on seed 5: only the maximum rose",
+    "the model still predicts confidently": "entropy 2.42 to 3.20 nats of 3.47",
+    "so `reshape` copies here.": "merge_heads(split_heads(x)) shares memory with x",
+    "on inputs with distinct sizes": "the cases repeat sizes (L = d = 5 in one)",
+    "is the test of what a head is for": "it fails when heads are redundant",
+    "on sentences it never saw,": "156 of the 400 were training sentences; the held-out set is now deduplicated",
+    "from {glue:text}`uniform_loss:.2f` nats (a uniform guess": "the curve starts above the uniform loss",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.
@@ -317,3 +359,218 @@ def test_learners_meet_the_pitfall_with_their_own_code_first(name):
     run = first(lambda c: c["cell_type"] == "code" and own_call in _source(c), own_call)
     shown = first(lambda c: c["cell_type"] == "markdown" and demonstration in _source(c), demonstration)
     assert exercise < run < shown, f"{name}: exercise at cell {exercise}, own run at {run}, demonstration at {shown}"
+
+
+# ------------------------------------------------------------------ issue 33: what the sentences rest on
+# Each test below reruns, outside the chapter, the behaviour a corrected sentence now states, so that
+# the old sentence's evidence (and a regression of the code it relies on) fails here.
+
+# Code comments the review found false: they are read as prose too.
+REFUTED_IN_CODE = {
+    "like PyTorch's default init": "nn.Linear draws U(+-1/sqrt(fan_in)); nn.MultiheadAttention uses Xavier",
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_refuted_comments_stay_out(path):
+    code = "\n".join(_source(cell) for cell in _cells(path) if cell["cell_type"] == "code")
+    found = {phrase: why for phrase, why in REFUTED_IN_CODE.items() if phrase in code}
+    assert not found, f"{path.name}: a code comment says again what the review refuted: {found}"
+
+
+def _torch_mha(num_heads, train):
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, num_heads, batch_first=True, dtype=torch.float64)
+    return mha.train(train)
+
+
+@pytest.mark.parametrize("num_heads", [2, 4])
+def test_mha_empty_item_is_nan_only_when_weights_are_computed_or_on_the_fast_path(num_heads):
+    """Chapters 2 and 4: nn.MultiheadAttention gives a fully masked item NaN with need_weights=True
+    and on its eval fast path; with need_weights=False otherwise its output is out_proj.bias."""
+    mha = _torch_mha(num_heads, train=True)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    ignore = torch.zeros(2, 5, dtype=torch.bool)
+    ignore[1] = True  # item 1: every key is padding
+    bias = mha.out_proj.bias.expand(5, 8)
+    with torch.no_grad():
+        with_weights, weights = mha(x, x, x, key_padding_mask=ignore)
+        fused, _ = mha(x, x, x, key_padding_mask=ignore, need_weights=False)
+        cross, _ = mha.eval()(x, x.flip(1), x.flip(1), key_padding_mask=ignore, need_weights=False)
+        fast, _ = mha.eval()(x, x, x, key_padding_mask=ignore, need_weights=False)  # self-attention, no grad
+    assert with_weights[1].isnan().all() and weights[1].isnan().all()
+    assert torch.allclose(fused[1], bias) and torch.allclose(cross[1], bias)
+    assert fast[1].isnan().all(), "the eval fast path (even heads, no grad, self-attention) gives NaN"
+
+
+def test_mha_fast_path_is_not_taken_with_an_odd_number_of_heads():
+    """Chapter 4's layer has 3 heads: the text says its fast path's conditions fail there."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(12, 3, batch_first=True, dtype=torch.float64).eval()
+    x = torch.randn(2, 4, 12, dtype=torch.float64)
+    ignore = torch.zeros(2, 4, dtype=torch.bool)
+    ignore[1] = True
+    with torch.no_grad():
+        out, _ = mha(x, x, x, key_padding_mask=ignore, need_weights=False)
+    assert torch.allclose(out[1], mha.out_proj.bias.expand(4, 12))
+
+
+def _sdpa_kernels(dropout_p):
+    q = torch.randn(1, 2, 16, 8)
+    with profile() as prof:
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=dropout_p)
+    return {event.name for event in prof.events()}
+
+
+def test_sdpa_with_dropout_on_cpu_falls_back_to_the_math_kernel():
+    """Chapter 4: the fused kernels do not store the (Lq, Lk) weights, except with dropout on a CPU."""
+    without, with_dropout = _sdpa_kernels(0.0), _sdpa_kernels(0.1)
+    assert "aten::_scaled_dot_product_attention_math" not in without
+    assert "aten::_scaled_dot_product_attention_math" in with_dropout and "aten::_softmax" in with_dropout
+
+
+def test_pytorch_default_inits_are_not_unit_normal_over_fan_in():
+    """Chapter 4's comment: nn.Linear draws U(+-1/sqrt(fan_in)) (std 1/sqrt(3 fan_in)), and
+    nn.MultiheadAttention draws in_proj with Xavier and zero biases."""
+    torch.manual_seed(0)
+    fan_in = 400
+    linear = torch.nn.Linear(fan_in, 300)
+    assert linear.weight.abs().max() <= fan_in ** -0.5
+    assert abs(linear.weight.std().item() * (3 * fan_in) ** 0.5 - 1) < 0.02
+    mha = torch.nn.MultiheadAttention(fan_in, 4)
+    assert not mha.in_proj_bias.any() and not mha.out_proj.bias.any()
+    xavier_bound = (6 / (fan_in + 3 * fan_in)) ** 0.5  # in_proj is (3E, E)
+    assert abs(mha.in_proj_weight.abs().max().item() / xavier_bound - 1) < 0.01
+
+
+def test_dot_product_variance_is_d_k_only_for_mean_zero_components():
+    """Chapter 1's summary: mean 0 and variance 1 give Var(q.k) = d_k; mean 1 gives about 3 d_k."""
+    rng = np.random.default_rng(0)
+    d = 64
+    for mean, ratio in ((0.0, 1.0), (1.0, 3.0)):
+        q, k = mean + rng.standard_normal((20000, d)), mean + rng.standard_normal((20000, d))
+        assert abs(np.var((q * k).sum(-1)) / d / ratio - 1) < 0.05
+
+
+def test_length_raises_a_score_only_when_the_key_points_the_query_s_way():
+    """Chapter 1: length rewards a key only while cos > 0; against query (3, 1), key (-2, 0)
+    scores -6, below (-1, 0)'s -3."""
+    query = np.array([3.0, 1.0])
+    assert query @ np.array([-2.0, 0.0]) == -6 < query @ np.array([-1.0, 0.0]) == -3
+    assert query @ np.array([2.0, 0.0]) > query @ np.array([1.0, 0.0])
+
+
+LAB_NAME = re.compile(r"`(digits|removal|induction|sentences|heads_task|measure|plots)\.(\w+)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_lab_names_in_the_prose_exist(path):
+    """Chapter 6 named `digits.pruning_curves`, which lives in lab.removal: every `module.name` of
+    lab/ a chapter's prose names is defined there."""
+    missing = [f"{module}.{name}" for module, name in LAB_NAME.findall(_markdown(path))
+               if not hasattr(importlib.import_module(f"lab.{module}"), name)]
+    assert not missing, f"{path.name} names what lab/ does not define: {missing}"
+
+
+def test_merge_of_split_heads_is_a_view_of_the_input():
+    """Chapter 3's solution note: reshape copies a swapped contiguous input, but the round trip
+    merge_heads(split_heads(x)) shares memory with x, for H = 1 too."""
+    x = np.arange(2 * 5 * 12, dtype=float).reshape(2, 5, 12)
+    for num_heads in (1, 3):
+        assert np.shares_memory(heads.merge_heads(heads.split_heads(x, num_heads)), x)
+    contiguous = np.arange(2 * 3 * 5 * 4, dtype=float).reshape(2, 3, 5, 4)  # (B, H, L, d), H > 1, L > 1
+    assert not np.shares_memory(heads.merge_heads(contiguous), contiguous)
+
+
+def _split_case_shapes():
+    cases = [(case.name, np.shape(case.inputs["args"][0])) for case in split_cases(np.random.default_rng(0))]
+    assert len(cases) > 5, "no split_heads case found: the test would check nothing"
+    return cases
+
+
+@pytest.mark.xfail(strict=True, reason="autograder/grading/exercises/heads.py names the (2, 5, 4*5) case "
+                   "'(2, 3, 4*5)'; the rename is outside this branch (autograder/ is another worker's): "
+                   "drop this mark with it")
+def test_split_heads_case_names_match_their_shapes():
+    """Chapter 3 promises checks on inputs of several shapes; a case named for a shape must have it."""
+    named = re.compile(r"\(B, L, H\*d\) = \((\d+), (\d+), (\d+)\*(\d+)\)")
+    for name, shape in _split_case_shapes():
+        match = named.search(name)
+        if match:
+            b, length, h, d = map(int, match.groups())
+            assert shape == (b, length, h * d), f"case {name!r} has the shape {shape}"
+
+
+def test_agrees_with_the_wrong_noun_compares_the_verb_with_the_phrase_s_noun():
+    """Chapter 8 counts sentences whose verb agrees with the phrase's noun instead of the subject:
+    the verb must agree with that noun, not merely make the sentence valid when flipped."""
+    assert sentences.agrees_with_the_wrong_noun("the cat near the dogs run.")
+    assert sentences.agrees_with_the_wrong_noun("two cats with a dog sees a bird.")
+    assert not sentences.agrees_with_the_wrong_noun("two dogs behind two foxes sings.")  # agrees with neither
+    assert not sentences.agrees_with_the_wrong_noun("the cat near the dog run.")
+    assert not sentences.agrees_with_the_wrong_noun("the cat runs.")
+    # Generated: flip the verb of every valid sentence with a phrase; it is this mistake exactly
+    # when the phrase's noun has the other number than the subject's.
+    rng = np.random.default_rng(0)
+    swap = {**sentences.INTRANSITIVE, **sentences.TRANSITIVE}
+    swap |= {plural: singular for singular, plural in list(swap.items())}
+    checked = 0
+    for _ in range(2000):
+        words = sentences.sentence(rng)[:-1].split(" ")
+        if not any(w in sentences.PREPOSITIONS for w in words):
+            continue
+        subject, inner = sentences._parse_np(words, 0), sentences._parse_np(words, sentences._parse_np(words, 0)[1] + 1)
+        i = inner[1]
+        flipped = " ".join(words[:i] + [swap[words[i]]] + words[i + 1:]) + "."
+        assert sentences.agrees_with_the_wrong_noun(flipped) == (subject[0] != inner[0]), flipped
+        checked += 1
+    assert checked > 500
+
+
+def test_held_out_sentences_are_unseen_and_a_plain_draw_is_not():
+    """Chapter 8: the held-out set has no training sentence; a plain second draw repeats many."""
+    seen = sentences.sentence_set(20000, 1)
+    plain = sentences.complete_sentences(sentences.text(400, seed=11))
+    assert sum(s in seen for s in plain) > 100  # 156: why the plain draw is not "never seen"
+    unseen = sentences.complete_sentences(sentences.unseen_text(400, seed=11, seen=seen))
+    assert len(unseen) == 400 and not any(s in seen for s in unseen)
+
+
+def test_uniform_causal_attention_carries_the_position():
+    """Chapter 8: a head with equal scores over the t + 1 tokens it sees gives a start token's value
+    the weight 1/(t+1) at position t: a causal mask alone gives a signal of position."""
+    L, E = 6, 4
+    mha = layer.MultiHeadAttention(E, 1).double()
+    with torch.no_grad():
+        for linear in (mha.W_q, mha.W_k):
+            linear.weight.zero_()
+        mha.W_v.weight.copy_(torch.eye(E, dtype=torch.float64))
+        mha.W_o.weight.copy_(torch.eye(E, dtype=torch.float64))
+        for linear in (mha.W_q, mha.W_k, mha.W_v, mha.W_o):
+            linear.bias.zero_()
+        x = torch.zeros(1, L, E, dtype=torch.float64)
+        x[0, 0, 0] = 1.0  # a start token, the others blank in feature 0
+        out, _ = mha(x, x, x, mask=torch.ones(L, L, dtype=torch.bool).tril())
+    assert torch.allclose(out[0, :, 0], 1 / torch.arange(1, L + 1, dtype=torch.float64))
+
+
+def test_chapter_6_failure_point_numbers():
+    """Chapter 6: where the static order fails, single random orders keep more than the named
+    orders and the random mean; the iterative order fails as often, once where static holds."""
+    _, results = removal.load_results()
+    holding, numbers = removal.across_seeds(results, 4)
+    assert numbers["random_order_left_at_failures"] > numbers["accuracy_left_at_failures"]
+    assert numbers["every_k_iterative"] <= numbers["every_k_static"]
+    assert numbers["iterative_fails_where_static_holds"] >= 1
+
+
+def test_induction_heads_are_cited_to_the_paper_that_named_them():
+    """Elhage et al. (2021) named induction heads; Olsson et al. (2022) built on it, and their
+    sudden phase is in models of two layers or more."""
+    text = " ".join(_markdown(BOOK / "08_language_model.ipynb").split())
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if "named them" in sentence:
+            assert "elhage2021" in sentence and "olsson2022" not in sentence, sentence
+        if "sudden phase" in sentence:
+            assert "two layers or more" in sentence, sentence
+    assert "named them" in text
