@@ -181,7 +181,7 @@ def check(register=None, paths=None):
                 count[how] += 1
             elif sentence in chapter_listed:
                 support = chapter_listed[sentence]
-                count["unreviewed" if support == UNREVIEWED else "test" if "test" in support else "cell"] += 1
+                count["unreviewed" if support == UNREVIEWED else "test" if "tests/" in support else "cell"] += 1
             else:
                 unlisted.append((path.name, sentence))
         stale += [(path.name, quote) for quote in chapter_listed if quote not in present]

@@ -71,7 +71,7 @@ def test_code_blocks_and_directive_options_are_not_prose():
     assert claims_lint.sentences(text) == ["Every row sums to 1.", "After the block."]
 
 
-CELL_ID = re.compile(r"\bcell ([\w-]+)")
+CELL_ID = re.compile(r"\bcells? ([0-9a-f]{8}|[a-z0-9]+-[a-z0-9-]+)\b")  # "cell 01-003", "cell 8272b8ce"
 TEST_NODE = re.compile(r"(tests/[\w/]+\.py)(?:::(\w+))?")
 
 
