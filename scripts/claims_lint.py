@@ -7,7 +7,7 @@ none, at most, cannot). Each such sentence of a markdown cell of ``book/0N_*.ipy
 * **glued**: it pastes a number a cell computed (``{glue:text}`...```), or
 * **cited**: it names its source (``{cite:t}`...```, ``{cite:p}`...```), or
 * **listed** in ``book/claims.yml``: the chapter, the sentence quoted, and what supports it
-  (``support``: the cell id that computes or asserts it, or the test that checks it;
+  (``support``: the cell id that computes or asserts it, or the test or benchmark that checks it;
   ``unreviewed`` for a sentence nobody has yet checked against evidence: listed, not backed).
 
 ``tests/test_claims_lint.py`` fails on a claiming sentence that is none of these, and on a
@@ -181,7 +181,7 @@ def check(register=None, paths=None):
                 count[how] += 1
             elif sentence in chapter_listed:
                 support = chapter_listed[sentence]
-                count["unreviewed" if support == UNREVIEWED else "test" if "tests/" in support else "cell"] += 1
+                count["unreviewed" if support == UNREVIEWED else "test" if "tests/" in support or "bench/" in support else "cell"] += 1
             else:
                 unlisted.append((path.name, sentence))
         stale += [(path.name, quote) for quote in chapter_listed if quote not in present]

@@ -72,12 +72,12 @@ def test_code_blocks_and_directive_options_are_not_prose():
 
 
 CELL_ID = re.compile(r"\bcells? ([0-9a-f]{8}|[a-z0-9]+-[a-z0-9-]+)\b")  # "cell 01-003", "cell 8272b8ce"
-TEST_NODE = re.compile(r"(tests/[\w/]+\.py)(?:::(\w+))?")
+TEST_NODE = re.compile(r"((?:tests|bench)/[\w/]+\.py)(?:::(\w+))?")  # a test, or a benchmark that exits non-zero
 
 
 def test_every_support_names_a_cell_or_test_that_exists():
-    """A register entry's support is what backs it: a cell id of a chapter, or a test file and
-    function that exist; "unreviewed" is the only other word allowed."""
+    """A register entry's support is what backs it: a cell id of a chapter, a test file and
+    function, or a benchmark script, that exist; "unreviewed" is the only other word allowed."""
     ids = {cell.get("id") for path in claims_lint.chapters() for cell in json.loads(path.read_text())["cells"]}
     for entry in claims_lint.load_register():
         support = str(entry["support"])
@@ -88,6 +88,6 @@ def test_every_support_names_a_cell_or_test_that_exists():
         for cell in cells:
             assert cell in ids, f"{entry['chapter']}: support names a cell id no chapter has: {cell}"
         for file, function in tests:
-            assert (ROOT / file).exists(), f"support names a missing test file {file}"
+            assert (ROOT / file).exists(), f"support names a missing file {file}"
             if function:
                 assert re.search(rf"^def {function}\b", (ROOT / file).read_text(), re.M), f"no test {file}::{function}"
