@@ -79,9 +79,15 @@ def previous_token_score(weights):
 @torch.no_grad()
 def repeat_losses(model, tokens, period, head_mask=None):
     """Mean next-token loss on the first copy and on the second copy (its first token excluded:
-    it follows a random token, nothing announces it)."""
-    per_position = lm.per_position_loss(model(tokens, head_mask=head_mask), tokens)  # predicts t + 1 from t
-    return {"first": per_position[:period - 1].mean().item(), "repeat": per_position[period:].mean().item()}
+    it follows a random token, nothing announces that the repeat begins), the loss of that first
+    token alone, and the mean entropy (nats) of the predictions on the second copy."""
+    logits = model(tokens, head_mask=head_mask)
+    per_position = lm.per_position_loss(logits, tokens)  # predicts t + 1 from t
+    log_probs = logits[:, period:-1].log_softmax(dim=-1)  # the predictions that per_position[period:] scores
+    return {"first": per_position[:period - 1].mean().item(), "repeat": per_position[period:].mean().item(),
+            # the repeat's first token, which follows a random one, and how spread the repeat's predictions are
+            "repeat_first": per_position[period - 1].item(),
+            "repeat_entropy": -(log_probs.exp() * log_probs).sum(dim=-1).mean().item()}
 
 
 @torch.no_grad()
@@ -123,6 +129,7 @@ def analyse(model, induction_score, period=TEST_PERIOD, batch_size=64, seed=0, t
         return repeat_losses(model, tokens, period, head_mask_without(removed, layers, heads))["repeat"]
 
     full = repeat_losses(model, tokens, period)
+    without_circuit = repeat_losses(model, tokens, period, head_mask_without(circuit, layers, heads))
     others = {f"{h0},{h1}": without([(0, h0), (1, h1)]) for h0 in range(heads) for h1 in range(heads)
               if (0, h0) != prev_head and (1, h1) != ind_head}
     return {
@@ -134,7 +141,9 @@ def analyse(model, induction_score, period=TEST_PERIOD, batch_size=64, seed=0, t
         "loss_repeat_without_pair": without([prev_head, ind_head]),
         "loss_repeat_without_other_pairs": others,
         "loss_repeat_without_other_pairs_max": max(others.values()),
-        "loss_repeat_without_circuit": without(circuit),
+        "loss_repeat_first_token": full["repeat_first"],
+        "loss_repeat_without_circuit": without_circuit["repeat"],
+        "entropy_repeat_without_circuit": without_circuit["repeat_entropy"],
         "loss_repeat_without_rest": without(rest) if rest else full["repeat"],
         "chance": CHANCE,
     }
