@@ -28,6 +28,9 @@ MODEL_JS, MODEL_JSON = STATIC / "sentence_model.js", STATIC / "sentence_model.js
 MAX_TOKENS = 512  # a view draws a cell per token per head: more is unreadable and slow
 MAX_VALUES = 1_000_000  # weights in one view (all inputs): about 8 MB of JSON at most
 MAX_TOKEN_CHARS = 40
+TABLE_CSS = (".mha-table{border-collapse:collapse;font-size:0.9rem;margin:0.5rem 0}"
+             ".mha-table th,.mha-table td{border:1px solid #8a8a8a;padding:0.15rem 0.45rem;text-align:left}"
+             ".mha-table caption{caption-side:top;text-align:left;font-weight:bold;padding-bottom:0.2rem}")
 DECIMALS = 5  # weights are written rounded to 1e-5: the page shows them to within 5e-6
 
 
@@ -179,7 +182,8 @@ def table(header: Sequence[str], rows: Sequence[Sequence], caption: str | None =
     cells = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     caption_html = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    markup = (f'<table class="mha-table">{caption_html}<thead><tr>{cells}</tr></thead>'
+    markup = (f"<style>{TABLE_CSS}</style>"
+              f'<table class="mha-table">{caption_html}<thead><tr>{cells}</tr></thead>'
               f"<tbody>{body}</tbody></table>")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [header, *rows]]

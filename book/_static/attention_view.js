@@ -177,8 +177,10 @@
           strip.appendChild(cell);
         });
         panel.appendChild(strip);
+        // The largest weights, those that round to 0.000 left out (all but the first).
         var order = values.map(function (w, j) { return j; })
-          .sort(function (a, b) { return values[b] - values[a] || a - b; }).slice(0, TOP);
+          .sort(function (a, b) { return values[b] - values[a] || a - b; }).slice(0, TOP)
+          .filter(function (j, rank) { return rank === 0 || values[j] >= 0.0005; });
         var top = order.map(function (j) {
           return "token " + j + " " + JSON.stringify(tokens[j]) + " " + values[j].toFixed(3);
         }).join(", ");

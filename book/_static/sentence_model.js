@@ -236,7 +236,7 @@
     var box = el("div", { "class": "mha-lm-box", role: "group", "aria-label": "the sentence model, running in this page" });
     root.appendChild(box);
     box.appendChild(el("p", { "class": "mha-attn-title" },
-      "The sentence model of this chapter, running in your browser (" + model.parameters + " parameters)"));
+      "The sentence model of this chapter, running in your browser (" + model.parameters.toLocaleString("en") + " parameters)"));
     var form = el("form", { "class": "mha-lm-controls" });
     box.appendChild(form);
     var prompt = field(form, "Prompt", el("input", { type: "text", value: defaults.prompt, size: "24", spellcheck: "false",
