@@ -313,3 +313,38 @@ def test_the_built_chapter_has_working_views(browser, docname):
             assert not violations, violations
     finally:
         context.close()
+
+
+def test_the_built_chapter_8_writes_pythons_tokens_and_shows_the_induction_models_weights(browser, sentence_model):
+    path = SITE / "book" / "08_language_model.html"
+    if not path.exists():
+        pytest.skip(f"no {path.relative_to(ROOT)}: run `make book`")
+    from lab import induction
+    from solutions.layer import MultiHeadAttention
+
+    context, page, tried, errors = open_offline(browser, path.as_uri())
+    try:
+        page.wait_for_selector(".mha-lm .mha-attn-head")
+        in_page = json.loads(page.locator(".mha-lm-output").get_attribute("data-ids"))  # the page's own first run
+        assert in_page == _python_greedy(sentence_model, "the "), "the chapter's model wrote other tokens than Python"
+        model = induction.load_model(0, MultiHeadAttention, ref.sinusoidal_positions)
+        sequence = induction.repeated_batch(64, induction.TEST_PERIOD, seed=0)[:1]  # the chapter's figure's sequence
+        root = page.locator(".mha-attn[data-mounted]").filter(has_text="The seed-0 model on the sequence above")
+        worst = 0.0
+        labels = root.locator("[data-control=input] option").all_text_contents()
+        assert labels[0] == "all heads" and len(labels) == 3, labels
+        for choice, label in enumerate(labels):  # "without the induction head L1 H2": that head removed
+            root.locator("[data-control=input]").select_option(str(choice))
+            removed = [(int(l), int(h)) for l, h in re.findall(r"L(\d) H(\d)", label)]
+            with torch.no_grad():
+                model(sequence, head_mask=induction.head_mask_without(removed, 2, 4))
+                weights = torch.stack(model.last_weights)[:, 0].numpy()
+            for token in (3, 12, 20):
+                for layer in range(2):
+                    for panel in _shown(page, root, token, "from", layer):
+                        expected = weights[panel["layer"], panel["head"], token]
+                        worst = max(worst, float(np.abs(np.array(panel["weights"]) - expected).max()))
+        assert worst < TOLERANCE, worst
+        assert not tried and not errors, (tried, errors)
+    finally:
+        context.close()
