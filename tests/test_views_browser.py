@@ -348,3 +348,37 @@ def test_the_built_chapter_8_writes_pythons_tokens_and_shows_the_induction_model
         assert not tried and not errors, (tried, errors)
     finally:
         context.close()
+
+
+# JupyterLab's way with a trusted HTML output (@jupyterlab/rendermime, evalInnerHTMLScriptTags):
+# the HTML set as innerHTML of an output node, each <script> replaced by a fresh copy so that it
+# runs (once the node is in the page); the node attached when the output area shows it, here a
+# moment later. Run twice, as a learner re-runs a cell: the second output must be drawn too.
+_NOTEBOOK_OUTPUT_JS = """async html => {
+  const host = document.createElement('div');
+  host.innerHTML = html;
+  for (const script of [...host.getElementsByTagName('script')]) {
+    const copy = document.createElement('script');
+    for (const attr of script.attributes) copy.setAttribute(attr.name, attr.value);
+    copy.textContent = script.textContent;
+    script.parentNode.replaceChild(copy, script);
+  }
+  await new Promise(done => setTimeout(done, 50));
+  document.body.appendChild(host);
+  await new Promise(done => setTimeout(done, 1500));
+  return host.querySelectorAll('.mha-attn-head').length;
+}"""
+
+
+def test_a_view_is_drawn_as_a_notebook_front_end_inserts_it(browser):
+    context = browser.new_context(offline=True)
+    page = context.new_page()
+    try:
+        page.set_content('<!DOCTYPE html><html lang="en"><head><title>notebook</title></head><body></body></html>')
+        view = views.show_attention(np.full((2, 3, 3), 1 / 3), "abc")._repr_html_()
+        assert page.evaluate(_NOTEBOOK_OUTPUT_JS, view) == 2
+        assert page.evaluate(_NOTEBOOK_OUTPUT_JS, view) == 2, "a re-run cell's view was not drawn"
+        lm = views.show_sentence_model("two ", 5)._repr_html_()
+        assert page.evaluate(_NOTEBOOK_OUTPUT_JS, lm) == 4
+    finally:
+        context.close()
