@@ -382,3 +382,58 @@ def test_a_view_is_drawn_as_a_notebook_front_end_inserts_it(browser):
         assert page.evaluate(_NOTEBOOK_OUTPUT_JS, lm) == 4
     finally:
         context.close()
+
+
+def _mulberry32(seed):
+    """The page's generator (sentence_model.js), in Python: uniform floats in [0, 1)."""
+    state = seed & 0xFFFFFFFF
+
+    def imul(a, b):
+        return (a * b) & 0xFFFFFFFF
+
+    def draw():
+        nonlocal state
+        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
+        x = imul(state ^ (state >> 15), 1 | state)
+        x = ((x + imul(x ^ (x >> 7), 61 | x)) & 0xFFFFFFFF) ^ x
+        return ((x ^ (x >> 14)) & 0xFFFFFFFF) / 4294967296
+
+    return draw
+
+
+def _sample_as_the_page_does(model, prompt, count, temperature, seed):
+    """The page's sampling rule on torch's logits (float64): p ~ exp((logit - max) / T), the first
+    token whose running sum passes u * total, u from the page's generator."""
+    draw, ids = _mulberry32(seed), sentences.encode(prompt).tolist()
+    model = model.double()
+    try:
+        for _ in range(count):
+            with torch.no_grad():
+                logits = model(torch.tensor([ids]))[0, -1]
+            probs = torch.exp((logits - logits.max()) / temperature).tolist()
+            u = draw() * sum(probs)
+            for token, p in enumerate(probs):
+                u -= p
+                if u < 0:
+                    break
+            ids.append(token)
+    finally:
+        model.float()
+    return ids
+
+
+def test_sampling_in_the_page_draws_the_models_distribution_with_its_seed(page, sentence_model):
+    """Sampled text cannot equal torch.multinomial's (another generator); it equals, token for
+    token, the page's rule applied in Python to torch's logits with the page's generator."""
+    page, _, _ = page
+    lm = page.locator(".mha-lm")
+    for prompt, temperature, seed in [("the ", 0.8, 0), ("two birds ", 1.3, 7), ("a ", 0.5, 123456789)]:
+        lm.locator("[data-control=prompt]").fill(prompt)
+        lm.locator("[data-control=mode]").select_option("sample")
+        lm.locator("[data-control=temperature]").fill(str(temperature))
+        lm.locator("[data-control=seed]").fill(str(seed))
+        lm.locator("[data-control=count]").fill("40")
+        lm.locator("[data-control=generate]").click()
+        in_page = json.loads(lm.locator(".mha-lm-output").get_attribute("data-ids"))
+        expected = _sample_as_the_page_does(sentence_model, prompt, 40, temperature, seed)
+        assert in_page == expected, (prompt, sentences.decode(in_page), sentences.decode(expected))
