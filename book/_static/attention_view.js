@@ -24,10 +24,11 @@
     return node;
   }
 
-  // A token as the reader sees it: a space is drawn as the open-box sign, an empty string as ∅.
+  // A token as the reader sees it: a space at either end (a character model's " ", a word
+  // piece's " cat") is drawn as the open-box sign, an empty string as ∅.
   function shown(token) {
     if (token === "") return "\u2205";
-    return String(token).replace(/ /g, "\u2423");
+    return String(token).replace(/^ +| +$/g, function (spaces) { return spaces.replace(/ /g, "\u2423"); });
   }
 
   function option(select, value, text) {
