@@ -291,6 +291,10 @@ def test_the_built_chapter_has_working_views(browser, docname):
     path = SITE / f"{docname}.html"
     if not path.exists():
         pytest.skip(f"no {path.relative_to(ROOT)}: run `make book`")
+    script = (ROOT / "book" / "_static" / "attention_view.js").read_text()
+    assert script in path.read_text(), (
+        f"{path.relative_to(ROOT)} carries another version of book/_static/attention_view.js: its notebook "
+        "ran (and was cached) before the script changed; rebuild it (rm -rf _build/.jupyter_cache; make book)")
     context, page, tried, errors = open_offline(browser, path.as_uri())
     try:
         page.wait_for_selector(".mha-attn .mha-attn-head")
