@@ -97,10 +97,13 @@ def _tokens(tokens, length: int, where: str) -> list[str]:
     return tokens
 
 
-def _input(label, weights, tokens, removed=(), layer_names=None, head_names=None) -> dict:
+def _input(label, weights, tokens, removed=(), layer_names=None, head_names=None) -> tuple[dict, int]:
+    """One input of a view, as the page reads it, and its number of weights."""
     where = f"input {label!r}"
     array = _as_layers(weights, where)
     layers, heads, length = array.shape[0], array.shape[1], array.shape[-1]
+    if array.size > MAX_VALUES:  # before any copy into Python lists
+        raise ValueError(f"{where}: {array.size:,} weights; a view shows at most {MAX_VALUES:,}")
     layer_names = list(layer_names) if layer_names is not None else [f"layer {l}" for l in range(layers)]
     if head_names is None:
         head_names = [[f"{layer_names[l]}, head {h}" if layers > 1 else f"head {h}" for h in range(heads)]
@@ -112,16 +115,16 @@ def _input(label, weights, tokens, removed=(), layer_names=None, head_names=None
     outside = [r for r in removed if not (0 <= r[0] < layers and 0 <= r[1] < heads)]
     if outside:
         raise ValueError(f"{where}: removed heads {outside} are not among {layers} layers of {heads} heads")
-    return {"label": str(label), "tokens": _tokens(tokens, length, where),
+    tokens = _tokens(tokens, length, where)
+    return {"label": str(label), "tokens": tokens,
             "layers": np.round(array, DECIMALS).tolist(), "layer_names": [str(n) for n in layer_names],
-            "head_names": [[str(n) for n in names] for names in head_names], "removed": removed,
-            "size": array.size}
+            "head_names": [[str(n) for n in names] for names in head_names], "removed": removed}, array.size
 
 
-def _view(inputs: list[dict], title: str) -> Rendered:
-    if not inputs:
+def _view(sized: list[tuple[dict, int]], title: str) -> Rendered:
+    if not sized:
         raise ValueError("no input to show")
-    size = sum(i.pop("size") for i in inputs)
+    inputs, size = [i for i, _ in sized], sum(n for _, n in sized)
     if size > MAX_VALUES:
         raise ValueError(f"{size:,} weights in one view; at most {MAX_VALUES:,} (show fewer tokens or layers)")
     data = {"title": str(title), "inputs": inputs}

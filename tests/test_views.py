@@ -85,3 +85,13 @@ def test_a_table_is_html_with_a_header_and_text_with_aligned_columns():
     assert repr(rendered).splitlines() == ["losses", "seed | loss", "0    | 0.12", "10   | <1  "]
     with pytest.raises(ValueError, match=r"rows \[1\]"):
         views.table(["a", "b"], [[1, 2], [3]])
+
+
+def test_too_many_weights_are_refused_before_they_are_copied():
+    big = np.broadcast_to(np.float64(0.01), (40, 40, 30, 30))  # 1.44 million weights, no memory of its own
+    with pytest.raises(ValueError, match="1,440,000 weights; a view shows at most 1,000,000"):
+        views.show_attention(big, ["x"] * 30)
+    half = np.full((2, 4, 250, 250), 0.004)  # 500,000 each: one fits, three do not
+    assert views.show_inputs([{"label": "a", "weights": half, "tokens": ["x"] * 250}])
+    with pytest.raises(ValueError, match="1,500,000 weights in one view"):
+        views.show_inputs([{"label": n, "weights": half, "tokens": ["x"] * 250} for n in "abc"])
