@@ -10,5 +10,6 @@ digits.py       chapter 6's lab: the digits data and the prunable model
 removal.py      chapter 6's experiment: heads removed in orders, pruning curves, seeds
 weights/        chapter 6's trained weights (``scripts/train_digits.py``)
 measure.py      chapter 7's speed and memory measurements
+views.py        views in the page: attention to hover, the in-browser sentence model, tables
 ==============  ==========================================================
 """

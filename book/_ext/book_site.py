@@ -25,6 +25,10 @@ now, with aria-keyshortcuts); the colour-mode button, named "Color mode", draws 
 ("Light", "Dark") as text (they go: the button's tooltip names it). Both buttons exist only where
 JavaScript runs (class pst-js-only), so a script fixes them there.
 
+And the toggle of a code cell tagged `hide-input` (its code folded under its output): MyST-NB
+names its `<summary>` "Toggle hidden content" while it shows "Show code cell source", so the
+name is dropped and the summary is named by what it shows (axe-core: label-content-name-mismatch).
+
 And the launch buttons (Colab, Binder, a JupyterHub) of the chapters, from `course_hosting` in
 _config.yml: shown only when its `release_url` is set (the chapters' first cell installs the
 course's package from there on a hosted kernel), so an offline build has none.
@@ -124,6 +128,11 @@ def fix_bibliography_roles(app, pagename, templatename, context, doctree):
         context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+def fix_folded_code_names(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = context["body"].replace('<summary aria-label="Toggle hidden content">', "<summary>")
+
+
 _BUTTON_NAMES_JS = """document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll(".search-button-field").forEach(button => {
     button.removeAttribute("aria-label");
@@ -146,7 +155,8 @@ def setup(app):
     # Late, so that per-page scripts added by other extensions are seen too.
     app.connect("html-page-context", fix_page_assets, priority=900)
     app.connect("html-page-context", fix_bibliography_roles)
+    app.connect("html-page-context", fix_folded_code_names)
     app.add_js_file(None, body=_BUTTON_NAMES_JS)
     # Bump env_version when the citations or their HTML change: Sphinx then re-reads and re-writes
     # every page (it cannot see a change in this file's code; cached pages would keep the old HTML).
-    return {"env_version": 3, "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"env_version": 4, "parallel_read_safe": True, "parallel_write_safe": True}

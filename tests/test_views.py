@@ -1,0 +1,97 @@
+"""lab/views.py and the exported sentence model, without a browser (tests/test_views_browser.py
+runs them in Chromium)."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lab import views
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import export_sentence_model  # noqa: E402
+
+
+def _data(rendered) -> dict:
+    found = re.search(r'<script type="application/json" class="mha-attn-data">(.*?)</script>', rendered.html, re.S)
+    assert found, "no data element in the view"
+    return json.loads(found[1])
+
+
+def test_the_committed_export_is_the_committed_weights_exactly():
+    assert export_sentence_model.OUT.read_text() == export_sentence_model.export(), (
+        "book/_static/sentence_model.json is stale: run scripts/export_sentence_model.py")
+    state = torch.load(export_sentence_model.WEIGHTS, weights_only=True)
+    exported = export_sentence_model.read()
+    assert exported.keys() == state.keys()
+    for name, tensor in state.items():
+        assert np.array_equal(exported[name], tensor.numpy()), f"{name} differs from the .pt file"
+
+
+@pytest.mark.parametrize("shape, layers, heads", [((5, 5), 1, 1), ((3, 5, 5), 1, 3), ((2, 4, 5, 5), 2, 4)])
+def test_every_accepted_shape_becomes_layers_of_heads(shape, layers, heads):
+    weights = torch.softmax(torch.randn(shape, dtype=torch.float64), dim=-1)
+    data = _data(views.show_attention(weights, "abcde"))
+    layers_out = np.array(data["inputs"][0]["layers"])
+    assert layers_out.shape == (layers, heads, 5, 5)
+    assert np.abs(layers_out - weights.numpy().reshape(layers, heads, 5, 5)).max() <= 0.5 * 10 ** -views.DECIMALS
+    assert data["inputs"][0]["tokens"] == list("abcde")
+
+
+@pytest.mark.parametrize("weights, tokens, words", [
+    (np.ones((2, 3, 4, 5, 5)), "abcde", "(2, 3, 4, 5, 5)"),
+    (np.ones((2, 4, 5)), "abcd", "not square"),
+    (np.ones((2, 5, 5)), "abcd", "4 tokens for weights over 5 positions"),
+    (np.where(np.eye(5) > 0, np.nan, 0.2), "abcde", "NaN or infinite values, the first at index (0, 0, 0, 0)"),
+    (np.ones((1, 600, 600)), ["x"] * 600, "at most 512"),
+])
+def test_bad_weights_are_refused_with_what_is_wrong(weights, tokens, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        views.show_attention(weights, tokens)
+
+
+def test_removed_heads_must_exist():
+    with pytest.raises(ValueError, match=r"removed heads \[\[1, 0\]\]"):
+        views.show_attention(np.ones((2, 4, 4)) / 4, "abcd", removed=[(1, 0)])
+
+
+def test_hostile_tokens_cannot_close_the_script_or_inject_markup():
+    hostile = ["</script><script>alert(1)</script>", "<img src=x onerror=alert(2)>", "&amp;", "a"]
+    rendered = views.show_attention(np.full((4, 4), 0.25), hostile, title="<b>title</b>")
+    data_part = rendered.html.split('class="mha-attn-data">', 1)[1].split("</script>", 1)[0]
+    assert "</" not in data_part, "a token could end the data element early"
+    assert _data(rendered)["inputs"][0]["tokens"] == hostile  # kept as the learner's text, shown as text
+    assert "<img" not in rendered.html.replace(data_part, "")
+
+
+def test_the_sentence_model_view_refuses_a_prompt_it_cannot_encode():
+    with pytest.raises(ValueError, match=r"outside the model's alphabet.*'X'"):
+        views.show_sentence_model("the X")
+    with pytest.raises(ValueError, match="128 positions"):
+        views.show_sentence_model("the ", count=125)
+    assert "46,552 parameters" in repr(views.show_sentence_model("two ", 10))
+
+
+def test_a_table_is_html_with_a_header_and_text_with_aligned_columns():
+    rendered = views.table(["seed", "loss"], [[0, "0.12"], [10, "<1"]], caption="losses")
+    assert '<th scope="col">seed</th>' in rendered.html and "<td>&lt;1</td>" in rendered.html
+    assert "<caption>losses</caption>" in rendered.html
+    assert repr(rendered).splitlines() == ["losses", "seed | loss", "0    | 0.12", "10   | <1  "]
+    with pytest.raises(ValueError, match=r"rows \[1\]"):
+        views.table(["a", "b"], [[1, 2], [3]])
+
+
+def test_too_many_weights_are_refused_before_they_are_copied():
+    big = np.broadcast_to(np.float64(0.01), (40, 40, 30, 30))  # 1.44 million weights, no memory of its own
+    with pytest.raises(ValueError, match="1,440,000 weights; a view shows at most 1,000,000"):
+        views.show_attention(big, ["x"] * 30)
+    half = np.full((2, 4, 250, 250), 0.004)  # 500,000 each: one fits, three do not
+    assert views.show_inputs([{"label": "a", "weights": half, "tokens": ["x"] * 250}])
+    with pytest.raises(ValueError, match="1,500,000 weights in one view"):
+        views.show_inputs([{"label": n, "weights": half, "tokens": ["x"] * 250} for n in "abc"])
