@@ -30,6 +30,7 @@ folders) without its metadata is the same error: it is never graded as a learner
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,12 +38,14 @@ from pathlib import Path
 
 import yaml
 
+from ..inert import excerpt
 from .gradebook import Learner, gradescope_time
 
 METADATA = "submission_metadata.yml"
 _EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+")
 _SAFE = set("-_.@+")
+NAME_CHARS = 100  # characters of an id kept in a file name (a file name holds 255 bytes)
 
 
 class ExportError(ValueError):
@@ -146,8 +149,20 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
 
 
 def safe_name(name: str) -> str:
-    """``name`` as a file name of the class files (reports, feedback)."""
-    return "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".") or "_"
+    """``name`` as a file name of the class files (reports, feedback): itself when it is one
+    already; otherwise its characters a file name must not hold replaced by ``_``, cut to
+    ``NAME_CHARS``, and a hash of the whole id added. Distinct ids never share a file (``100 1``
+    is ``100_1-<hash>``, beside a learner whose id is ``100_1``), and an id always has the same
+    file name, whoever else is in the class."""
+    safe = "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".")
+    if safe == name and 0 < len(name) <= NAME_CHARS:
+        return name
+    return f"{safe[:NAME_CHARS] or '_'}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def renamed(names) -> list[str]:
+    """What the run says of the ids in ``names`` whose file names are not the ids themselves."""
+    return [f"{excerpt(n, 40)} as {safe_name(n)}" for n in names if safe_name(n) != n]
 
 
 def _submitter(folder: str, person) -> Learner:
