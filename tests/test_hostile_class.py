@@ -285,3 +285,19 @@ def test_a_generated_hostile_class(tmp_path_factory, monkeypatch, capsys, hostil
     _clean(out, err)
     for i in range(len(hostile)):
         assert _marked(out, err, MARKERS[i]) <= LEARNER_CHARS, MARKERS[i]
+
+
+@pytest.mark.parametrize("metadata", ["nested", "sparse"])
+def test_an_export_metadata_built_to_crash_its_parser_is_one_line_and_nothing_written(tmp_path, monkeypatch, capsys,
+                                                                                       metadata):
+    download = export(tmp_path / "d", [
+        {"folder": "submission_1", "people": [("Ada", "100", "a@x")], "files": {"attention.py": HONEST}}])
+    yml = download / "assignment_8046601_export" / "submission_metadata.yml"
+    if metadata == "nested":  # libyaml recurses once per level: the process parsing it crashes
+        yml.write_text("submission_1: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    else:
+        with open(yml, "wb") as f:
+            f.truncate(1536 * 2**20)  # 1.5 GB, sparse
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and not out.exists(), err
+    assert "submission_metadata.yml" in err and ("crashed" in err or "more than the 256 MB" in err)

@@ -33,11 +33,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import yaml
 
+from .. import limited
 from ..inert import excerpt
 from .gradebook import Learner, gradescope_time
 
@@ -46,6 +47,9 @@ _EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+")
 _SAFE = set("-_.@+")
 NAME_CHARS = 100  # characters of an id kept in a file name (a file name holds 255 bytes)
+MAX_METADATA = 256 * 2**20  # bytes of submission_metadata.yml: a class of thousands with :results: is tens of MB
+PARSE_SECONDS = 120.0  # to parse it: a few MB take well under a second with libyaml
+PARSE_MB = 4096  # memory its parse may add: PyYAML's tables hold ~10 times the file
 
 
 class ExportError(ValueError):
@@ -99,11 +103,20 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
     is said in a warning and None is returned (the folders keep their names)."""
     file = Path(root) / METADATA
     try:
-        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
-        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
-        data = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        size = file.stat().st_size
+        if size > MAX_METADATA:  # measured before a byte is parsed: the parse holds it several times over
+            raise ExportError(f"{size // 2**20} MB, more than the {MAX_METADATA // 2**20} MB a class's metadata "
+                              "is read up to")
+        # Parsed in a process of its own under limits (limited.call): libyaml and the building of
+        # the tables recurse once per level, and a file nested deep enough crashes the process
+        # that parses it (a segmentation fault at 100,000 levels), which must not be the batch.
+        try:
+            data = limited.call(_parsed, str(file), what=f"reading {METADATA}", seconds=PARSE_SECONDS,
+                                memory_mb=PARSE_MB, expected=ExportError)
+        except limited.Refused as err:
+            raise ExportError(str(err)) from None
         return _export(Path(root), data, folders)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ExportError) as err:
+    except (OSError, ExportError) as err:
         why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
             f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})"
         if strict:
@@ -112,6 +125,42 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
                               "--names-from-folders to grade each folder under its own name)") from None
         warn(f"{file}: {why}; the submissions are named by their folders instead")
         return None
+
+
+def _parsed(path: str):
+    """What the batch uses of the metadata at ``path``, as JSON data (in the child of
+    ``limited.call``): per folder its submitters' name, sid and email, and its time as text."""
+    try:
+        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
+        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
+        raise ExportError(f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})") from None
+    if not isinstance(data, dict):
+        return data if isinstance(data, (str, int, float, bool, type(None))) else []
+    kept = {}
+    for folder, entry in data.items():
+        if not isinstance(entry, dict):
+            kept[str(folder)] = None
+            continue
+        people = entry.get(":submitters")
+        if isinstance(people, list):
+            people = [{k: _plain(p.get(k)) for k in (":name", ":sid", ":email")} if isinstance(p, dict) else None
+                      for p in people]
+        else:
+            people = None
+        kept[str(folder)] = {":submitters": people, ":created_at": _plain(entry.get(":created_at"))}
+    return kept
+
+
+def _plain(value):
+    """A scalar of the metadata as JSON data (a time as ISO text, which gradescope_time reads)."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, (dict, list)):
+        return None
+    return value
 
 
 def _export(root: Path, data, folders: dict[str, Path]) -> Export:
