@@ -214,6 +214,20 @@ def test_ids_alike_but_for_a_space_are_both_graded_under_their_own_names(tmp_pat
     assert again[0] == 0 and sorted(p.name for p in (out / "feedback").glob("*.md")) == feedback
 
 
+def test_a_sid_taken_from_another_learner_grades_both(tmp_path, monkeypatch, capsys):
+    download = export(tmp_path / "d", [
+        {"folder": "submission_1", "people": [("Ada", "100", "a@x")], "files": {"attention.py": HONEST}},
+        {"folder": "submission_2", "people": [("Mal", "100", "m@x")], "files": {"attention.py": hostile_code()}}])
+    roster = tmp_path / "roster.txt"
+    roster.write_text("100\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, err
+    grades = {r["learner"]: r for r in _grades(out)}
+    assert float(grades["100"]["final"]) == FULL and float(grades["100 (submission_2)"]["final"]) == 0
+    assert "100 is a submitter of both submission_1 and submission_2" in err
+    assert [r[0] for r in csv.reader(io.StringIO((out / "canvas.csv").read_text()))][2:] == ["100"]  # Ada alone
+
+
 def test_the_feedback_holds_no_hidden_case_input_from_an_exception(tmp_path, monkeypatch, capsys):
     leak = "LEAK" + "abcdefghijklmnop" * 400  # a case's input, encoded as leak_inputs.py does
     download = export(tmp_path / "d", [

@@ -19,14 +19,16 @@ every submitter gets a row of ``grades.csv`` with the group's report, the roster
 sids or emails, and ``:created_at:`` is the submission time of the late policy.
 
 A metadata file that cannot be read or that does not fit the folders beside it (a folder it
-does not list, or lists but is not there; a submitter without sid and email; a learner in two
-submissions; a time that is not one) stops the batch: one line naming the file and the
+does not list, or lists but is not there; a submitter without sid and email; a time that is
+not one) stops the batch: one line naming the file and the
 problem, exit status 2, nothing written (a damaged download would otherwise name every
 learner by a folder and date every submission by its file times, zeroing a roster). With
 ``--names-from-folders`` the instructor accepts that: one warning, and the folders keep their
 own names. A folder laid out as an export (``assignment_<id>_export/``, or ``submission_<id>/``
 folders) without its metadata is the same error: it is never graded as a learner named
-``assignment_<id>_export``.
+``assignment_<id>_export``. One submitter's id in two folders is no damage but a learner's
+doing, where learners choose their sid: both are graded, the later folder's under a name of
+its own (``0300 (submission_7)``) that the roster matches to nobody, and the run says so.
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class Export:
     submissions: dict[str, Path] = field(default_factory=dict)  # name (the submitters' ids) -> folder
     submitters: dict[str, list[Learner]] = field(default_factory=dict)  # name -> who handed it in
     created: dict[str, datetime] = field(default_factory=dict)  # name -> Gradescope's :created_at:
+    notes: list[str] = field(default_factory=list)  # what the instructor should know of it
 
 
 def export_root(directory: Path, skip=()) -> Path | None:
@@ -115,7 +118,10 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
                                 memory_mb=PARSE_MB, expected=ExportError)
         except limited.Refused as err:
             raise ExportError(str(err)) from None
-        return _export(Path(root), data, folders)
+        export = _export(Path(root), data, folders)
+        for note in export.notes:
+            warn(f"{file}: {note}")
+        return export
     except (OSError, ExportError) as err:
         why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
             f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})"
@@ -180,9 +186,16 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
         if not isinstance(people, list) or not people:
             raise ExportError(f"{folder}: no :submitters:")
         learners = [_submitter(folder, p) for p in people]
-        for learner in learners:
+        for i, learner in enumerate(learners):
             if learner.id in seen:
-                raise ExportError(f"{learner.id} is a submitter of both {seen[learner.id]} and {folder}")
+                # Where learners choose their sid, one may take another's: the class is still
+                # graded. The first folder keeps the id; this one is graded under a name of its
+                # own, matched to nobody on the roster, and the run says so.
+                own = f"{learner.id} ({folder})"
+                export.notes.append(f"{excerpt(learner.id, 40)} is a submitter of both {seen[learner.id]} and "
+                                    f"{folder}: {folder}'s is graded as {excerpt(own, 60)}, matched to nobody on the "
+                                    "roster (which one is theirs is yours to say)")
+                learners[i] = learner = Learner(own, {**learner.canvas, "SIS User ID": own}, ())
             seen[learner.id] = folder
         try:
             created = gradescope_time(entry.get(":created_at"))
