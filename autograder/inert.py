@@ -12,6 +12,12 @@ overwrites a line; no bidi override that reorders one; no markup that a writer r
 writer is its own markup: rich's (``report.py`` prints ``Text`` objects, never markup) and
 Markdown's (:func:`markdown`). :func:`excerpt` is the short, fixed-length cut of learner text
 that an immediately visible output may hold.
+
+The class files of a batch go one step further: they receive learner text only as a
+:class:`LearnerText`, which knows where it came from, has no plain ``str()``, and renders only
+through an escaper per format (terminal, Markdown, HTML, a CSV cell a spreadsheet opens, JSON),
+each cut to what a :class:`Budget` grants; their writers call :func:`learner` on it, which
+refuses a plain ``str``. So a raw string of a learner's cannot reach those files unnoticed.
 """
 from __future__ import annotations
 
