@@ -304,8 +304,9 @@ def hostile_learner(draw, i: int):
     depth = draw(st.sampled_from([0, 1, 40]))
     where = "/".join([folder] + ["d"] * depth)
     name = draw(st.sampled_from(["attention.py", "Attention.py", "attention (1).py"]))
+    said = m.upper()  # the words of the learner's errors: never in a feedback file
     files = {f"{where}/{name}": hostile_code(kind=draw(st.sampled_from(["exception", "import", "timeout"])),
-                                             type_name=draw(learner_text(m, 40)), message=draw(learner_text(m)),
+                                             type_name=draw(learner_text(said, 40)), message=draw(learner_text(said)),
                                              notes=[draw(learner_text(m))]),
              f"{draw(learner_text(m, file_name=True))}.txt": "x"}
     if draw(st.booleans()):  # a zip of long member names beside it
@@ -338,7 +339,9 @@ def test_a_generated_hostile_class(tmp_path_factory, monkeypatch, capsys, hostil
     assert float(ada["final"]) == FULL
     _clean(out, err)
     for i in range(len(hostile)):
-        assert _marked(out, err, MARKERS[i]) <= LEARNER_CHARS, MARKERS[i]
+        assert _marked(out, err, MARKERS[i]) + _marked(out, err, MARKERS[i].upper()) <= LEARNER_CHARS, MARKERS[i]
+        for feedback in (out / "feedback").iterdir():  # a hidden case's inputs may be in those words
+            assert MARKERS[i].upper() not in feedback.read_text(), feedback.name
 
 
 @pytest.mark.parametrize("metadata", ["nested", "sparse"])

@@ -142,9 +142,14 @@ def _said(cause: dict) -> str:
     return f"raised {name or 'an exception of its own class'}{where}"
 
 
+# A line of the learner's code, as the judge quotes it: "(`k = q @ k.T`)". The learner has their
+# code; the line the judge names comes from the learner's process, which may write anything there.
+_CODE = re.compile(r" ?\(`[^`\n]*`\)")
+
+
 def _grader_worded(summary: str, ex: dict) -> str:
     """The judge's summary with each failing case's own feedback (which carries the words of the
-    learner's error) replaced by its cause in the grader's words."""
+    learner's error) replaced by its cause in the grader's words, and no quoted line of code."""
     for case in ex.get("cases", []):
         said = case.get("feedback") or ""
         if case.get("passed") or case.get("diagnosis") or not said:
@@ -154,7 +159,7 @@ def _grader_worded(summary: str, ex: dict) -> str:
             continue
         ours = _said(cause)
         summary = summary.replace(sentence(said), sentence(ours)).replace(said, ours)
-    return summary
+    return _CODE.sub("", summary)
 
 
 def _findings(ex: dict) -> list:
