@@ -170,6 +170,6 @@ def learner(value) -> LearnerText:
     """``value`` where a writer puts learner text: a :class:`LearnerText`, never a plain ``str``
     (TypeError: the writer was handed learner text that did not say so)."""
     if not isinstance(value, LearnerText):
-        raise TypeError(f"a writer was handed {type(value).__name__} {inert(str(value))[:40]!r} where learner "
-                        "text belongs: wrap it in LearnerText at the place it was read")
+        raise TypeError(f"a writer was handed {type(value).__name__} {inert(str(value))[:40]!r} where "
+                        "learner text belongs: wrap it in LearnerText at the place it was read")
     return value

@@ -9,8 +9,9 @@ write a hidden case's inputs into an exception's message, its class's name or th
 it reports, so a failing case's cause is said in the grader's words only (a built-in
 exception's name, an exercise module's file, a line number: ``_said``). What learner text it
 holds (the learner's id, file names, notes) is :class:`~autograder.inert.LearnerText`, inert
-for Markdown and within the learner's share of this file (:mod:`.budget`). The HTML is the Markdown rendered by ``markdown-it-py`` (a
-dependency of ``rich``), so the two files say the same thing.
+for Markdown and within the learner's share of this file (:mod:`.budget`). The HTML is the
+Markdown rendered by ``markdown-it-py`` (a dependency of ``rich``), so the two files say the
+same thing.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from .budget import CELL, share
 from .controls import signed
 
 # The exception names that are Python's own, not the learner's to choose.
-BUILTIN_ERRORS = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
+BUILTIN_ERRORS = frozenset(n for n, v in vars(builtins).items()
+                           if isinstance(v, type) and issubclass(v, BaseException))
 FILES = frozenset(f"{m}.py" for m in MODULES)
 NOTE_CHARS = 200  # of one note
 # A failing case's kind, in the grader's words (the kinds the learner's words come with: _said).
@@ -61,7 +63,7 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
     lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
               + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
-        error = LearnerText(str(report["error"]).split("\n")[0], "the grader's refusal, naming the learner's files")
+        error = LearnerText(str(report["error"]).split("\n")[0], "the grader's refusal, naming the learner's")
         lines += [f"The grader could not grade this submission: {error.markdown(budget)}", ""]
     intake = report.get("intake") or {}
     if intake.get("taken"):

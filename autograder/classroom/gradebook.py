@@ -8,9 +8,9 @@
 * **Lateness** (``--deadline``, ``--late-penalty``, ``--late-cutoff``): the submission time is
   Gradescope's ``created_at``, from the class's export (``submission_metadata.yml``, read by
   :mod:`.gradescope_export`), otherwise the newest modification time of the submission's
-  files; never a file inside the learner's folder (theirs to write). ``grades.csv`` says which. A penalty of P percent of
-  the score per started day late, and/or a cutoff after which the score is 0; a learner's
-  extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
+  files; never a file inside the learner's folder (theirs to write). ``grades.csv`` says which.
+  A penalty of P percent of the score per started day late, and/or a cutoff after which the
+  score is 0; a learner's extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
   hours and minutes ("5 minutes late: -10% (1 started day)").
 * **Canvas CSV** (``canvas.csv``): Canvas's gradebook import layout: the identifying columns
   (``Student, ID, SIS User ID, SIS Login ID, Section``), one column named for the assignment,

@@ -49,7 +49,7 @@ _EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+")
 _SAFE = set("-_.@+")
 NAME_CHARS = 100  # characters of an id kept in a file name (a file name holds 255 bytes)
-MAX_METADATA = 256 * 2**20  # bytes of submission_metadata.yml: a class of thousands with :results: is tens of MB
+MAX_METADATA = 256 * 2**20  # bytes of submission_metadata.yml: thousands with :results: are tens of MB
 PARSE_SECONDS = 120.0  # to parse it: a few MB take well under a second with libyaml
 PARSE_MB = 4096  # memory its parse may add: PyYAML's tables hold ~10 times the file
 
@@ -108,8 +108,8 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
     try:
         size = file.stat().st_size
         if size > MAX_METADATA:  # measured before a byte is parsed: the parse holds it several times over
-            raise ExportError(f"{size // 2**20} MB, more than the {MAX_METADATA // 2**20} MB a class's metadata "
-                              "is read up to")
+            raise ExportError(f"{size // 2**20} MB, more than the {MAX_METADATA // 2**20} MB a class's "
+                              "metadata is read up to")
         # Parsed in a process of its own under limits (limited.call): libyaml and the building of
         # the tables recurse once per level, and a file nested deep enough crashes the process
         # that parses it (a segmentation fault at 100,000 levels), which must not be the batch.
@@ -152,8 +152,8 @@ def _parsed(path: str):
             continue
         people = entry.get(":submitters")
         if isinstance(people, list):
-            people = [{k: _plain(p.get(k)) for k in (":name", ":sid", ":email")} if isinstance(p, dict) else None
-                      for p in people]
+            people = [{k: _plain(p.get(k)) for k in (":name", ":sid", ":email")} if isinstance(p, dict)
+                      else None for p in people]
         else:
             people = None
         kept[str(folder)] = {":submitters": people, ":created_at": _plain(entry.get(":created_at"))}
@@ -192,9 +192,9 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
                 # graded. The first folder keeps the id; this one is graded under a name of its
                 # own, matched to nobody on the roster, and the run says so.
                 own = f"{learner.id} ({folder})"
-                export.notes.append(f"{excerpt(learner.id, 40)} is a submitter of both {seen[learner.id]} and "
-                                    f"{folder}: {folder}'s is graded as {excerpt(own, 60)}, matched to nobody on the "
-                                    "roster (which one is theirs is yours to say)")
+                export.notes.append(f"{excerpt(learner.id, 40)} is a submitter of both {seen[learner.id]} "
+                                    f"and {folder}: {folder}'s is graded as {excerpt(own, 60)}, matched to "
+                                    "nobody on the roster (which one is theirs is yours to say)")
                 learners[i] = learner = Learner(own, {**learner.canvas, "SIS User ID": own}, ())
             seen[learner.id] = folder
         try:
@@ -219,7 +219,8 @@ def safe_name(name: str) -> str:
     safe = "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".")
     if safe == name and 0 < len(name) <= NAME_CHARS:
         return name
-    return f"{safe[:NAME_CHARS] or '_'}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[:NAME_CHARS] or '_'}-{digest}"
 
 
 def renamed(names) -> list[str]:

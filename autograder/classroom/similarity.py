@@ -270,11 +270,12 @@ def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
         lines += ["No cluster above the threshold."]
     for i, c in enumerate(result.clusters, 1):
         ex = ", ".join(f"`{e}` ({r:.2f})" for e, r in c.exercises.items())
-        lines.append(f"{i}. {len(c.learners)} learners: {', '.join(markdown(rename(x)) for x in c.learners)}; "
+        names = ", ".join(markdown(rename(x)) for x in c.learners)
+        lines.append(f"{i}. {len(c.learners)} learners: {names}; "
                      f"exercises: {ex}")
     if result.left_out:
         lines += ["", "Not compared (their code could not be fingerprinted within the grader's limits):", ""]
-        lines += [f"- {markdown(rename(learner))}: {LearnerText(why, 'a refusal naming the learner').markdown(cap=200)}"
+        lines += [f"- {markdown(rename(learner))}: {LearnerText(why, 'a refusal').markdown(cap=200)}"
                   for learner, why in sorted(result.left_out.items())]
     return "\n".join(lines) + "\n"
 

@@ -50,7 +50,7 @@ class ClassStats:
     finals: list[float] = field(default_factory=list)  # per learner with a submission, after penalty and adjustments
     late: int = 0  # learners penalised for lateness
     adjusted: int = 0  # learners with an instructor's adjustment
-    # what went wrong -> (submission, detail: LearnerText, the learner's file names or the refusal naming them)
+    # what went wrong -> (submission, detail: LearnerText, the learner's file names or a refusal)
     problems: dict[str, list[tuple[str, LearnerText]]] = field(default_factory=dict)
     mistakes: list[tuple[str, str, int]] = field(default_factory=list)  # (mistake, exercise, submissions)
 
@@ -121,7 +121,8 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
                 mistakes[(mistake(diagnosis), ex["id"])] += 1
     for name, sub in sorted((loaded or {}).items()):
         if getattr(sub, "misnamed", ()):
-            problems.setdefault(MISNAMED, []).append((name, LearnerText("; ".join(sub.misnamed), "file names")))
+            detail = LearnerText("; ".join(sub.misnamed), "file names")
+            problems.setdefault(MISNAMED, []).append((name, detail))
     max_total = max_total or sum(s.max_score for s in by_id.values()) or 100.0
     width = max_total / BINS
     histogram = []
@@ -178,8 +179,9 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
         budgets: dict = {}  # each submission's share of this file (budget.py)
         for kind in (REFUSED, TIMED_OUT, IMPORT, CRASHED, MISNAMED):
             if kind in stats.problems:
-                names = [markdown(rename(x)) + (f" ({learner(d).markdown(budgets.setdefault(x, share('summary.md')))})"
-                                                if d and rename(x) == x else "") for x, d in stats.problems[kind]]
+                names = [markdown(rename(x)) + (f" ({_detail(d, budgets.setdefault(x, share('summary.md')))})"
+                                                if d and rename(x) == x else "")
+                         for x, d in stats.problems[kind]]
                 lines.append(f"- {sentence(kind)}: {len(names)} of {n} submissions: {_names(names)}")
     else:
         lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
@@ -201,6 +203,10 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
         lines.append(f"| `{s.id}` | {s.max_score:g} | {_share(s.passed, n)} | {_share(s.attempted, n)} "
                      f"| {_fixed(s.total_score / n if n else 0)} | {_mistakes(s, n) or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def _detail(detail: LearnerText, budget) -> str:
+    return learner(detail).markdown(budget)
 
 
 def sentence(text: str) -> str:

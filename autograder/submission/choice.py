@@ -85,7 +85,8 @@ def choose(where: str, tree: Tree) -> tuple[dict[str, str], tuple, tuple, tuple]
               for module, path in origin.items()]
     taken += nb_taken
     if other:
-        shown = ", ".join(excerpt(o, MAX_SHOWN // 2) for o in other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        shown = ", ".join(excerpt(o, MAX_SHOWN // 2) for o in other[:5])
+        shown += f" and {len(other) - 5} more" if len(other) > 5 else ""
         ignored.append(f"{len(other)} other file(s), not exercise modules or notebooks: {shown}")
     if not sources:
         expected = ", ".join(f"{m}.py" for m in MODULES)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..inert import excerpt
-from .limits import MAX_DEPTH, MAX_FILES, MAX_NESTED_ZIP, MAX_PATH, MAX_SHOWN, MAX_TOTAL, MAX_ZIP_MEMBERS, SubmissionError
+from .limits import (MAX_DEPTH, MAX_FILES, MAX_NESTED_ZIP, MAX_PATH, MAX_SHOWN, MAX_TOTAL, MAX_ZIP_MEMBERS,
+                     SubmissionError)
 
 # Folders that never hold the learner's own exercise code (a repository tree has them).
 NOT_THEIRS = frozenset({"solutions", "autograder", "tests", "lab", "bench", "scripts", "site-packages",
@@ -98,8 +99,8 @@ def walk(top: Path, tree: Tree) -> None:
                 if d not in ("__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git") and _has_code(Path(folder) / d):
                     tree.ignored.append(f"{rel}{d}/ (not the learner's exercise code)")
             elif len(rel) + len(d) >= MAX_PATH:
-                tree.ignored.append(f"{excerpt(rel + d, MAX_SHOWN)}/ (a path longer than {MAX_PATH} characters, "
-                                    "not looked into)")
+                tree.ignored.append(f"{excerpt(rel + d, MAX_SHOWN)}/ (a path longer than {MAX_PATH} "
+                                    "characters, not looked into)")
             else:
                 kept.append(d)
         dirs[:] = kept
@@ -179,8 +180,8 @@ def zip_members(name: str, read, size: int, prefix: str, tree: Tree, top: bool =
             continue
         tree.files.append(File(prefix + member, info.file_size, lambda z=z, i=info: z.read(i)))
     if long:
-        tree.ignored.append(f"{long} file(s) of {excerpt(name, MAX_SHOWN)} under a path longer than {MAX_PATH} "
-                            "characters (not looked at)")
+        tree.ignored.append(f"{long} file(s) of {excerpt(name, MAX_SHOWN)} under a path longer than "
+                            f"{MAX_PATH} characters (not looked at)")
 
 
 def read_file(f: File, limit: int, tree: Tree) -> bytes:
