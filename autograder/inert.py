@@ -12,6 +12,12 @@ overwrites a line; no bidi override that reorders one; no markup that a writer r
 writer is its own markup: rich's (``report.py`` prints ``Text`` objects, never markup) and
 Markdown's (:func:`markdown`). :func:`excerpt` is the short, fixed-length cut of learner text
 that an immediately visible output may hold.
+
+The class files of a batch go one step further: they receive learner text only as a
+:class:`LearnerText`, which knows where it came from, has no plain ``str()``, and renders only
+through an escaper per format (terminal, Markdown, HTML, a CSV cell a spreadsheet opens, JSON),
+each cut to what a :class:`Budget` grants; their writers call :func:`learner` on it, which
+refuses a plain ``str``. So a raw string of a learner's cannot reach those files unnoticed.
 """
 from __future__ import annotations
 
@@ -86,3 +92,84 @@ def spreadsheet(text) -> str:
         return text
     except ValueError:
         return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+# ------------------------------------------------------------------- one way out for learner text
+
+class LearnerText:
+    """A string a learner controls (a file's or folder's name, an id or a name in an export, an
+    exception's words, a note), and where it came from (``origin``). It has no plain ``str()``:
+    a writer gets its characters only through one of the renderings below, each inert for its
+    format and cut to the characters a :class:`Budget` grants; the class writers refuse a plain
+    ``str`` where learner text belongs (:func:`learner`), so a raw string cannot reach a file."""
+
+    __slots__ = ("_text", "origin")
+
+    def __init__(self, text, origin: str):
+        self._text = text._text if isinstance(text, LearnerText) else ("" if text is None else str(text))
+        self.origin = origin
+
+    def __str__(self):
+        raise TypeError(f"learner text ({self.origin}) is shown only through a rendering: "
+                        ".terminal(), .markdown(), .html(), .csv() or .json()")
+
+    __format__ = lambda self, spec: self.__str__()  # noqa: E731  (an f-string is str() too)
+
+    def __repr__(self) -> str:
+        return f"LearnerText({inert(self._text[:40])!r}, {self.origin!r})"
+
+    def __len__(self) -> int:
+        return len(self._text)
+
+    def __bool__(self) -> bool:
+        return bool(self._text)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LearnerText) and other._text == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+    def lines(self) -> list[LearnerText]:
+        return [LearnerText(line, self.origin) for line in self._text.splitlines()]
+
+    def _cut(self, budget: Budget | None, cap: int | None) -> str:
+        text = inert(" ".join(self._text.split()))
+        limit = min(x for x in (cap, budget.left if budget else None, len(text)) if x is not None)
+        shown = excerpt(text, limit) if len(text) > limit else text
+        if budget is not None:
+            budget.left -= len(shown)
+        return shown
+
+    def terminal(self, budget: Budget | None = None, cap: int | None = None) -> str:
+        """For a terminal (rich prints it with ``markup=False``): controls shown as escapes."""
+        return self._cut(budget, cap)
+
+    def json(self, budget: Budget | None = None, cap: int | None = None) -> str:
+        return self._cut(budget, cap)
+
+    def markdown(self, budget: Budget | None = None, cap: int | None = None) -> str:
+        return markdown(self._cut(budget, cap))
+
+    def html(self, budget: Budget | None = None, cap: int | None = None) -> str:
+        return "".join(_HTML.get(c, c) for c in self._cut(budget, cap)).replace("'", "&#x27;")
+
+    def csv(self, budget: Budget | None = None, cap: int | None = None) -> str:
+        """A CSV cell a spreadsheet opens as text: :func:`spreadsheet`, numbers left as they are."""
+        return spreadsheet(self._cut(budget, cap))
+
+
+class Budget:
+    """The characters of learner text one output of one learner has left."""
+
+    def __init__(self, chars: int):
+        self.left = chars
+
+
+def learner(value) -> LearnerText:
+    """``value`` where a writer puts learner text: a :class:`LearnerText`, never a plain ``str``
+    (TypeError: the writer was handed learner text that did not say so)."""
+    if not isinstance(value, LearnerText):
+        raise TypeError(f"a writer was handed {type(value).__name__} {inert(str(value))[:40]!r} where "
+                        "learner text belongs: wrap it in LearnerText at the place it was read")
+    return value

@@ -17,6 +17,7 @@ import pytest
 from classbuild import EXERCISES, Entry, Person, canvas_roster, planted, planted_grade, write_export
 
 from autograder.classroom import batch, gradebook
+from autograder.inert import LearnerText
 from autograder.spec import POINTS
 from autograder.submission import load
 from test_batch import BODY
@@ -367,7 +368,7 @@ def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
     report = {"score": 0.0, "max_score": 4.0, "exercises": [
         {"id": "causal_mask", "status": "failed", "score": 0.0, "max_score": 4.0, "feedback": said, "cases": []}]}
     row = {"parts": {"causal_mask": 0.0}, "score": 0.0, "final": 0.0, "late": "", "adjustments": []}
-    text = _rendered(feedback.to_markdown("ada", report, row, "HW"))
+    text = _rendered(feedback.to_markdown(LearnerText("ada", "learner id"), report, row, "HW"))
     for value in ("True", "False", "0.31", "0.29", "0.5", "expected"):
         assert value not in text
     assert "first at index (0, 1) (in 2 of 3 failing cases)." in text and "at index (1,)." in text

@@ -147,8 +147,6 @@ BAD = {
         "        :email: ada@example.edu\n        section_name: CS-101-A\n", "      :submitters: []\n")),
     "no_ids": ("submitter Ada Lovelace has neither :sid: nor :email:",
                METADATA.replace(":sid: '0100'", ":sid: ''").replace(":email: ada@example.edu", ":email:")),
-    "twice": ("0300 is a submitter of both submission_271001 and submission_271003",
-              METADATA.replace(":sid: '0100'", ":sid: '0300'")),
     "no_time": ("submission_271002: :created_at: None is not a date and time",
                 METADATA.replace("      :created_at: 2026-03-03 11:59:00.000000000 Z\n", "")),
     "bad_time": ("'yesterday' is not a date and time", METADATA.replace("2026-03-01 23:30:00.000000000 Z", "yesterday")),

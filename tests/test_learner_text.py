@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.classroom import gradescope
-from autograder.inert import excerpt, inert, markdown
+from autograder.inert import LearnerText, excerpt, inert, markdown
 from autograder.scoring import shown_points
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,8 +180,8 @@ def test_check_verdict_and_classroom_writers_inherit_it(hostile_run):
     printed = verdict(report)
     assert _raw(printed) == [] and "\\x1b[2J" in printed
     row = {"final": report["score"], "score": report["score"], "late": "", "status": "graded"}
-    md = feedback.to_markdown("learner", report, row, "Attention")
-    html = feedback.to_html(md, "learner")
+    md = feedback.to_markdown(LearnerText("learner", "id"), report, row, "Attention")
+    html = feedback.to_html(md, "Attention", LearnerText("learner", "id"))
     stats = summary.summarize({"learner": report})
     console = Console(record=True, force_terminal=True, width=200, color_system="standard")
     console.print(summary.to_table(stats))
@@ -199,7 +199,8 @@ def test_feedback_html_holds_no_link_or_image_of_the_learner(hostile_run):
 
     _, report, _ = hostile_run
     row = {"final": 0, "score": 0, "late": "", "status": "graded"}
-    html = feedback.to_html(feedback.to_markdown("learner", report, row, "Attention"), "learner")
+    who = LearnerText("learner", "id")
+    html = feedback.to_html(feedback.to_markdown(who, report, row, "Attention"), "Attention", who)
     assert "evil.example" not in re.sub(r"&[a-z]+;", "", "".join(re.findall(r"<(?:a|img)\b[^>]*>", html)))
 
 
@@ -278,7 +279,9 @@ def test_grades_csv_holds_no_formula_of_the_learner():
     report = {"max_score": 5.0, "error": "@SUM(1+1)*cmd|' /C calc'!A0\nmore", "exercises": [
         {"id": "softmax", "score": 1.0, "max_score": 5.0}]}
     row = {"id": hostile, "submitted_as": "+1-555", "report": report, "parts": {"softmax": 1.0}, "score": 1.0,
-           "late": "", "adjusted": 0.0, "final": 1.0, "status": "graded", "submitted": "", "adjustments": []}
+           "late": "", "adjusted": 0.0, "final": 1.0, "status": "graded", "submitted": "", "adjustments": [],
+           "shown": LearnerText(hostile, "id"), "shown_as": LearnerText("+1-555", "sid"),
+           "error": LearnerText(report["error"].splitlines()[0], "refusal")}
     cells = [c for line in csv.reader(io.StringIO(grades_csv([row], {"x": report}))) for c in line]
     assert hostile not in cells and "'" + hostile in cells and "'+1-555" in cells
     assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not _number(c))], cells

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import depends, isolation, stubs
+from ..inert import LearnerText, excerpt, inert
 from ..isolation import confine
 from ..spec import POINTS
 from . import files, gradebook, intake, runs
@@ -45,6 +46,8 @@ from .outcomes import Outcome, error_report
 from .outputs import annotate, resolve_seed, write_outputs
 
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
+ERROR_CHARS = 20_000  # of one submission's traceback in it
+WARNING_CHARS = 4000  # of one line the batch says
 
 
 @dataclass
@@ -95,9 +98,10 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     console = console or Console(stderr=True)
 
     def warn(message: str) -> None:
-        # one line as written: not wrapped, and no ":email:" turned into an emoji
-        console.print(f"mha-grade batch: {message}", style="yellow", markup=False, highlight=False,
-                      emoji=False, soft_wrap=True)
+        # one line as written: not wrapped, and no ":email:" turned into an emoji; the ids and file
+        # names in it are learners' (inert: no escape sequence reaches the instructor's terminal)
+        console.print(f"mha-grade batch: {excerpt(message, WARNING_CHARS)}", style="yellow", markup=False,
+                      highlight=False, emoji=False, soft_wrap=True)
 
     start = time.perf_counter()
     out = Path(out)
@@ -146,8 +150,10 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         else:
             known.pop(outcome.learner, None)  # a grader failure is retried next time
             # The learner's report says what failed in a sentence; the details are the instructor's.
+            # A traceback may quote the learner's words (a file's name, a message): inert, and cut.
+            error = LearnerText(outcome.error, "the grader's traceback")
             with open(out / GRADER_ERRORS, "a", encoding="utf-8") as f:
-                f.write(f"== {outcome.learner}\n{outcome.error.rstrip()}\n\n")
+                f.write(f"== {inert(outcome.learner)}\n{error_lines(error)}\n\n")
         files.write_json(hashes_file, known)
 
     for o in result.outcomes:
@@ -175,6 +181,11 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                   progress=progress, console=console, warn=warn, ahead=ahead)
     result.wall = time.perf_counter() - start
     return result
+
+
+def error_lines(error: LearnerText) -> str:
+    """A traceback for the grader-errors log: its lines kept, each inert, at most ``ERROR_CHARS``."""
+    return "\n".join(line.terminal(cap=ERROR_CHARS) for line in error.lines()[:400]).rstrip()[:ERROR_CHARS]
 
 
 # ------------------------------------------------------------------------------------- CLI
@@ -241,7 +252,7 @@ def main(argv: list[str] | None = None, zygotes: list | None = None, ahead=None)
 def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
 
     def refuse(message: str) -> int:
-        print(f"mha-grade batch: {message}", file=sys.stderr)
+        print(f"mha-grade batch: {excerpt(message, WARNING_CHARS)}", file=sys.stderr)
         return 2
 
     unknown = sorted(set(args.exercises or ()) - set(POINTS))

@@ -7,10 +7,12 @@ import csv
 import io
 from pathlib import Path
 
-from ..inert import spreadsheet
+from ..inert import LearnerText, learner, spreadsheet
 from ..scoring import points, round_points, shown_total
 from ..spec import POINTS
 from . import controls, feedback, files, gradebook, summary
+from .budget import CELL, share
+from .gradescope_export import safe_name
 from . import similarity as sim
 
 
@@ -33,7 +35,15 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
                "submitted_as": ready.own.get(name, "") if name else "",
                "on_roster": ready.learners is None or person in ready.learners,
                "adjustments": adjustments.get(person.id, []), "parts": {}, "adjusted": 0.0,
-               "max_total": maximum, "effective": {}}  # effective: id(adjustment) -> points it changed
+               "max_total": maximum, "effective": {},  # effective: id(adjustment) -> points it changed
+               # what the writers show of the learner: learner text, never a plain str (inert.LearnerText)
+               "shown": LearnerText(person.id, "learner id"),
+               "shown_as": LearnerText(ready.own.get(name, "") if name else "", "submission's own name"),
+               "canvas_ids": {c: LearnerText(v, "Canvas column") for c, v in
+                              (person.canvas or {"Student": person.id, "SIS User ID": person.id}).items()},
+               "error": LearnerText((report or {}).get("error", "").split("\n")[0] if report else "",
+                                    "the grader's refusal, naming the learner's files"),
+               "time_source": ""}
         if report is None:
             result.missing.append(person.id)
             row.update(score=0.0, final=0.0, status="no submission", late="", submitted="")
@@ -55,7 +65,7 @@ def class_rows(reports: dict[str, dict], ready, late, result) -> list[dict]:
             report["late"] = {"submitted_at": when.isoformat() if when else None, "source": source,
                               "days_late": round(days, 3), "penalty": why, "final_score": final}
             status = "error" if report.get("error") else ("late" if days > 0 else "graded")
-            row.update(score=score, final=final, status=status, late=why, parts=parts,
+            row.update(score=score, final=final, status=status, late=why, parts=parts, time_source=source,
                        submitted=when.isoformat(timespec="seconds") if when else "")
         extra = [a.points for a in row["adjustments"] if a.exercise == controls.TOTAL]
         if extra:
@@ -74,38 +84,45 @@ def _max_total(reports: dict[str, dict]) -> float:
     return max((float(r.get("max_score", 0)) for r in reports.values()), default=float(sum(POINTS.values())))
 
 
-def grades_csv(rows: list[dict], reports: dict[str, dict], rename=lambda x: x) -> str:
+def grades_csv(rows: list[dict], reports: dict[str, dict], rename=None) -> str:
     """``grades.csv``: a row per learner, points per exercise, total (their sum), late penalty,
-    adjustments, final, status; ``submitted_as``: the id the submission came with."""
+    adjustments, final, status, submission time and where it comes from (``time_source``:
+    the export's metadata or the files' times); ``submitted_as``: the id the submission came
+    with. ``rename``: the pseudonym of a learner id (``anonymous/``). A row's learner text
+    (``shown``, ``shown_as``, ``error``: :class:`~autograder.inert.LearnerText`) is a cell each,
+    escaped for a spreadsheet, within the learner's share of this file (:mod:`.budget`)."""
     columns = exercise_columns(reports)
     f = io.StringIO()
     w = csv.writer(f)
     w.writerow(["learner", "submitted_as", *columns, "total", "late_penalty", "adjustment", "final", "max_total",
-                "status", "submitted_at", "adjustments", "error"])
+                "status", "submitted_at", "time_source", "adjustments", "error"])
     for row in rows:
-        report = row["report"] or {}
-        error = (report.get("error") or "").splitlines()[0] if report.get("error") else ""
+        budget = share("grades.csv")
         said = "; ".join(f"{a.exercise} {controls.signed(a.points)}: {a.reason}" for a in row["adjustments"])
-        w.writerow([spreadsheet(rename(row["id"])),
-                    spreadsheet(rename(row["submitted_as"])) if row["submitted_as"] else "",
-                    *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]), row["late"],
-                    points(row["adjusted"]), points(row["final"]), points(_max_total(reports)), row["status"],
-                    row["submitted"], spreadsheet(said), spreadsheet(error)])
+        if rename is None:
+            who = learner(row["shown"]).csv(budget, CELL)
+            came = learner(row["shown_as"]).csv(budget, CELL)
+        else:
+            who, came = rename(row["id"]), rename(row["submitted_as"]) if row["submitted_as"] else ""
+        w.writerow([who, came, *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]),
+                    row["late"], points(row["adjusted"]), points(row["final"]), points(_max_total(reports)),
+                    row["status"], row["submitted"], row.get("time_source", ""), spreadsheet(said),
+                    learner(row["error"]).csv(budget)])
     return f.getvalue()
 
 
 def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int) -> None:
     files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
-    canvas = [{"learner": r["learner"], "score": r["final"]} for r in rows if r["on_roster"]]
+    canvas = [{"ids": r["canvas_ids"], "score": r["final"]} for r in rows if r["on_roster"]]
     files.write_atomic(out / "canvas.csv", gradebook.canvas_csv(canvas, assignment, _max_total(reports)))
     hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
     for row in rows:
-        text = feedback.scrub(feedback.to_markdown(row["id"], row["report"], row, assignment), hidden)
+        text = feedback.scrub(feedback.to_markdown(row["shown"], row["report"], row, assignment), hidden)
         md, html = (out / "feedback" / f"{file_name(row['id'])}{suffix}" for suffix in (".md", ".html"))
         if html.exists() and _holds(md, text):
             continue  # unchanged since the last run: its page is too (rendering all is most of a rerun)
         # The page first: a run stopped between the two leaves an .md that differs, redone next time.
-        files.write_atomic(html, feedback.to_html(text, f"{assignment}: feedback for {row['id']}"))
+        files.write_atomic(html, feedback.to_html(text, assignment, row["shown"]))
         files.write_atomic(md, text)
 
 
@@ -130,4 +147,5 @@ def write_anonymous(out: Path, rows: list[dict], result, seed: int, stats) -> No
 
 
 def file_name(learner: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in learner) or "_"
+    """A learner's feedback file's name: one rule with the reports' (``safe_name``)."""
+    return safe_name(learner)

@@ -4,28 +4,50 @@ What a learner may see of their grade: the score per exercise, its status, the j
 summary and the named diagnoses (the known mistakes the judge recognised), the notes, which
 of their files were graded, and any late penalty. Not in it: the cases' inputs and expected
 values (the hidden cases stay hidden for the next cohort), paths on the grading machine, the
-seed, library versions. The HTML is the Markdown rendered by ``markdown-it-py`` (a
-dependency of ``rich``), so the two files say the same thing.
+seed, library versions. The words of the learner's own errors are not in it either: code can
+write a hidden case's inputs into an exception's message, its class's name or the file name
+it reports, so a failing case's cause is said in the grader's words only (a built-in
+exception's name, an exercise module's file, a line number: ``_said``). What learner text it
+holds (the learner's id, file names, notes) is :class:`~autograder.inert.LearnerText`, inert
+for Markdown and within the learner's share of this file (:mod:`.budget`). The HTML is the
+Markdown rendered by ``markdown-it-py`` (a dependency of ``rich``), so the two files say the
+same thing.
 """
 from __future__ import annotations
 
+import builtins
 import html
 import re
 
-from ..inert import markdown
-from ..scoring import points
+from ..inert import LearnerText, learner, markdown
+from ..scoring import points, sentence
+from ..submission import MODULES
+from .budget import CELL, share
 from .controls import signed
+
+# The exception names that are Python's own, not the learner's to choose.
+BUILTIN_ERRORS = frozenset(n for n, v in vars(builtins).items()
+                           if isinstance(v, type) and issubclass(v, BaseException))
+FILES = frozenset(f"{m}.py" for m in MODULES)
+NOTE_CHARS = 200  # of one note
+# A failing case's kind, in the grader's words (the kinds the learner's words come with: _said).
+KIND_WORDS = {"timeout": "timed out", "memory": "ran out of memory",
+              "crash": "the process running your code died",
+              "not_implemented": "not attempted: the stub still raises NotImplementedError",
+              "missing": "not attempted: a function it needs is missing",
+              "harness": "the grader's harness failed before your code's result existed"}
 
 
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -> str:
-    """``row``: the learner's gradebook row (``parts``, ``score``, ``final``, ``late``,
-    ``adjustments``, ``status``): the numbers shown are the row's, so they add up as
-    grades.csv's do."""
-    lines = [f"# {assignment}: feedback for {learner}", ""]
+def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: str) -> str:
+    """``who``: the learner's id; ``row``: the learner's gradebook row (``parts``, ``score``,
+    ``final``, ``late``, ``adjustments``, ``status``): the numbers shown are the row's, so they
+    add up as grades.csv's do."""
+    budget = share("feedback")
+    lines = [f"# {assignment}: feedback for {learner(who).markdown(budget, CELL)}", ""]
     adjustments = row.get("adjustments") or []
     if report is None:
         lines += [f"**Score: {points(row['final'])} / {points(row.get('max_total', 100))}**"
@@ -41,12 +63,13 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
     lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
               + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
-        lines += [f"The grader could not grade this submission: {markdown(report['error'].splitlines()[0])}", ""]
+        error = LearnerText(str(report["error"]).split("\n")[0], "the grader's refusal, naming the learner's")
+        lines += [f"The grader could not grade this submission: {error.markdown(budget)}", ""]
     intake = report.get("intake") or {}
     if intake.get("taken"):
-        lines += ["Graded from: " + "; ".join(map(markdown, intake["taken"])) + "."]
+        lines += ["Graded from: " + _files(intake["taken"], budget) + "."]
         if intake.get("ignored"):
-            lines += ["", "Not graded: " + "; ".join(map(markdown, intake["ignored"])) + "."]
+            lines += ["", "Not graded: " + _files(intake["ignored"], budget) + "."]
         lines += [""]
     lines += ["| exercise | score | status | what the grader found |", "|---|---:|---|---|"]
     changes = {}  # exercise -> points the instructor's adjustments changed it by
@@ -57,7 +80,7 @@ def to_markdown(learner: str, report: dict | None, row: dict, assignment: str) -
         status = ex["status"] + (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
                                  if changes.get(ex["id"]) else "")
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
-                     f"| {status} | {'<br>'.join(markdown(f) for f in _findings(ex)) or '-'} |")
+                     f"| {status} | {'<br>'.join(_shown(f, budget) for f in _findings(ex)) or '-'} |")
     lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
     lines += [""] + _adjustments(adjustments, row)
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
@@ -93,10 +116,58 @@ def without_values(text: str) -> str:
     return text
 
 
-def _findings(ex: dict) -> list[str]:
+def _files(names: list, budget) -> str:
+    return "; ".join(LearnerText(n, "a file's name in the submission").markdown(budget, CELL) for n in names)
+
+
+def _shown(finding, budget) -> str:
+    return finding.markdown(budget, NOTE_CHARS) if isinstance(finding, LearnerText) else markdown(finding)
+
+
+def _said(cause: dict) -> str:
+    """A failing case's cause in the grader's words, with nothing the learner's code chose but
+    a built-in exception's name, an exercise module's file and a line number."""
+    kind = cause.get("kind")
+    if kind in KIND_WORDS:
+        return KIND_WORDS[kind]
+    if kind not in ("exception", "import", "garbage"):
+        return "failed"
+    if kind == "garbage":
+        return "returned something that is not plain data"
+    name = cause.get("type") if cause.get("type") in BUILTIN_ERRORS else None
+    where = ""
+    if isinstance(cause.get("line"), int) and 0 < cause["line"] < 10**7:
+        place = cause.get("file") if cause.get("file") in FILES else "your code"
+        where = f" at {place}, line {cause['line']}"
+    if kind == "import":
+        return f"the module does not import ({name or 'an error'}{where})"
+    return f"raised {name or 'an exception of its own class'}{where}"
+
+
+# A line of the learner's code, as the judge quotes it: "(`k = q @ k.T`)". The learner has their
+# code; the line the judge names comes from the learner's process, which may write anything there.
+_CODE = re.compile(r" ?\(`[^`\n]*`\)")
+
+
+def _grader_worded(summary: str, ex: dict) -> str:
+    """The judge's summary with each failing case's own feedback (which carries the words of the
+    learner's error) replaced by its cause in the grader's words, and no quoted line of code."""
+    for case in ex.get("cases", []):
+        said = case.get("feedback") or ""
+        if case.get("passed") or case.get("diagnosis") or not said:
+            continue
+        cause = case.get("cause") or {}
+        if cause.get("kind") == "mismatch":
+            continue
+        ours = _said(cause)
+        summary = summary.replace(sentence(said), sentence(ours)).replace(said, ours)
+    return _CODE.sub("", summary)
+
+
+def _findings(ex: dict) -> list:
     said = []
     if ex.get("feedback"):
-        said.append(without_values(ex["feedback"]))
+        said.append(without_values(_grader_worded(ex["feedback"], ex)))
     diagnoses = {}
     for case in ex.get("cases", []):
         if case.get("diagnosis"):
@@ -107,15 +178,18 @@ def _findings(ex: dict) -> list[str]:
     failed = [c["name"] for c in ex.get("cases", []) if not c.get("passed") and not c.get("diagnosis")]
     if failed and ex.get("status") in ("partial", "failed"):
         said.append("failing cases: " + ", ".join(failed))
-    said += [f"note: {n}" for n in ex.get("notes", [])]
+    said += [LearnerText(f"note: {n}", "a note on the learner's code") for n in ex.get("notes", [])]
     return said
 
 
-def to_html(markdown: str, title: str) -> str:
+def to_html(markdown: str, assignment: str, who: LearnerText) -> str:
+    """The page of ``markdown``, titled for ``who`` (rendered from the Markdown, whose learner
+    text is already inert and escaped: markdown-it writes it as text, with raw HTML off)."""
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+    title = f"{html.escape(assignment)}: feedback for {learner(who).html(cap=CELL)}"
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
             "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .5rem;vertical-align:top}"
             "</style></head>\n<body>\n" + body + "</body></html>\n")

@@ -7,10 +7,10 @@
   was handed in.
 * **Lateness** (``--deadline``, ``--late-penalty``, ``--late-cutoff``): the submission time is
   Gradescope's ``created_at``, from the class's export (``submission_metadata.yml``, read by
-  :mod:`.gradescope_export`) or from the ``submission_metadata.json`` in a learner's folder,
-  otherwise the newest modification time of the submission's files. A penalty of P percent of
-  the score per started day late, and/or a cutoff after which the score is 0; a learner's
-  extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
+  :mod:`.gradescope_export`), otherwise the newest modification time of the submission's
+  files; never a file inside the learner's folder (theirs to write). ``grades.csv`` says which.
+  A penalty of P percent of the score per started day late, and/or a cutoff after which the
+  score is 0; a learner's extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
   hours and minutes ("5 minutes late: -10% (1 started day)").
 * **Canvas CSV** (``canvas.csv``): Canvas's gradebook import layout: the identifying columns
   (``Student, ID, SIS User ID, SIS Login ID, Section``), one column named for the assignment,
@@ -22,14 +22,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..inert import learner
 from ..scoring import points, round_points
+from ..submission.files import folders
+from ..submission.limits import MAX_FILES
+from .budget import CELL, share
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 DAY = 86400.0
@@ -174,43 +177,66 @@ def gradescope_time(value) -> datetime:
     return parse_time(value.replace(" Z", "Z"))
 
 
+# Where a submission time comes from, as grades.csv and the report say it.
+FROM_EXPORT = "submission_metadata.yml"
+FROM_FILES = "file time"
+
+
 def submitted_at(path: Path, created_at=None) -> tuple[datetime | None, str]:
     """When ``path`` was handed in, and where that time comes from: ``created_at`` when the
-    class's export gives it, else the one of the folder's ``submission_metadata.json``, else
-    the newest file time."""
+    class's export gives it (the instructor's file), else the newest time of the submission's
+    files (the documented fallback, looked at within the walk's limits). Never a file inside
+    the learner's folder: a ``submission_metadata.json`` there is the learner's to write, and
+    a time it states is no fact."""
     path = Path(path)
     if created_at is not None:
-        return gradescope_time(created_at), "submission_metadata.yml"
-    meta = path / "submission_metadata.json" if path.is_dir() else None
-    if meta and meta.is_file():
-        try:
-            return gradescope_time(json.loads(meta.read_text())["created_at"]), "submission_metadata.json"
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # unreadable: the file times below
-    if path.is_dir():
-        times = [os.lstat(os.path.join(d, f)).st_mtime for d, _, fs in os.walk(path) for f in fs]
-        if not times:
-            return None, ""
-        newest = max(times)
-    else:
-        newest = path.lstat().st_mtime
-    return datetime.fromtimestamp(newest, timezone.utc), "file time"
+        return gradescope_time(created_at), FROM_EXPORT
+    try:
+        if path.is_dir() and not path.is_symlink():
+            newest = _newest(path)
+            if newest is None:
+                return None, ""
+        else:
+            newest = path.lstat().st_mtime
+    except OSError:
+        return None, ""
+    return datetime.fromtimestamp(newest, timezone.utc), FROM_FILES
+
+
+def _newest(folder: Path) -> float | None:
+    """The newest modification time of the files in ``folder``, within the submission walk's
+    limits (depth, entries: ``submission.files.folders``)."""
+    newest, seen = None, 0
+    for where, _, _, names in folders(folder, lambda note: None):
+        for name in names:
+            seen += 1
+            if seen > MAX_FILES:
+                return newest
+            try:
+                t = os.lstat(os.path.join(where, name)).st_mtime
+            except OSError:
+                continue
+            newest = t if newest is None else max(newest, t)
+    return newest
 
 
 # ---------------------------------------------------------------------------------- Canvas
 
 def canvas_csv(rows: list[dict], assignment: str, maximum: float) -> str:
-    """Canvas's import layout; ``rows``: ``{"learner": Learner, "score": float | None}``, the
-    scores as every class file shows them (:func:`points`)."""
+    """Canvas's import layout; ``rows``: ``{"ids": {column: LearnerText}, "score": float | None}``
+    (the identifying columns: a Gradescope ``:name:`` or sid is the learner's to write, so each
+    cell is escaped for a spreadsheet, within the learner's share of this file), the scores as
+    every class file shows them (:func:`points`)."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow([*CANVAS_ID_COLUMNS, assignment])
     w.writerow(["Points Possible", "", "", "", "", points(maximum)])
     for row in rows:
-        learner: Learner = row["learner"]
-        ids = learner.canvas or {"Student": learner.id, "SIS User ID": learner.id}
+        budget = share("canvas.csv")
+        ids = row["ids"]
         score = row["score"]
-        w.writerow([*(ids.get(c, "") for c in CANVAS_ID_COLUMNS), "" if score is None else points(score)])
+        w.writerow([*(learner(ids[c]).csv(budget, CELL) if c in ids else "" for c in CANVAS_ID_COLUMNS),
+                    "" if score is None else points(score)])
     return out.getvalue()
 
 

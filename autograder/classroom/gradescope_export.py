@@ -19,30 +19,39 @@ every submitter gets a row of ``grades.csv`` with the group's report, the roster
 sids or emails, and ``:created_at:`` is the submission time of the late policy.
 
 A metadata file that cannot be read or that does not fit the folders beside it (a folder it
-does not list, or lists but is not there; a submitter without sid and email; a learner in two
-submissions; a time that is not one) stops the batch: one line naming the file and the
+does not list, or lists but is not there; a submitter without sid and email; a time that is
+not one) stops the batch: one line naming the file and the
 problem, exit status 2, nothing written (a damaged download would otherwise name every
 learner by a folder and date every submission by its file times, zeroing a roster). With
 ``--names-from-folders`` the instructor accepts that: one warning, and the folders keep their
 own names. A folder laid out as an export (``assignment_<id>_export/``, or ``submission_<id>/``
 folders) without its metadata is the same error: it is never graded as a learner named
-``assignment_<id>_export``.
+``assignment_<id>_export``. One submitter's id in two folders is no damage but a learner's
+doing, where learners choose their sid: both are graded, the later folder's under a name of
+its own (``0300 (submission_7)``) that the roster matches to nobody, and the run says so.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import yaml
 
+from .. import limited
+from ..inert import excerpt
 from .gradebook import Learner, gradescope_time
 
 METADATA = "submission_metadata.yml"
 _EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
 _SUBMISSION_FOLDER = re.compile(r"submission_\d+")
 _SAFE = set("-_.@+")
+NAME_CHARS = 100  # characters of an id kept in a file name (a file name holds 255 bytes)
+MAX_METADATA = 256 * 2**20  # bytes of submission_metadata.yml: thousands with :results: are tens of MB
+PARSE_SECONDS = 120.0  # to parse it: a few MB take well under a second with libyaml
+PARSE_MB = 4096  # memory its parse may add: PyYAML's tables hold ~10 times the file
 
 
 class ExportError(ValueError):
@@ -55,6 +64,7 @@ class Export:
     submissions: dict[str, Path] = field(default_factory=dict)  # name (the submitters' ids) -> folder
     submitters: dict[str, list[Learner]] = field(default_factory=dict)  # name -> who handed it in
     created: dict[str, datetime] = field(default_factory=dict)  # name -> Gradescope's :created_at:
+    notes: list[str] = field(default_factory=list)  # what the instructor should know of it
 
 
 def export_root(directory: Path, skip=()) -> Path | None:
@@ -96,11 +106,23 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
     is said in a warning and None is returned (the folders keep their names)."""
     file = Path(root) / METADATA
     try:
-        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
-        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
-        data = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return _export(Path(root), data, folders)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ExportError) as err:
+        size = file.stat().st_size
+        if size > MAX_METADATA:  # measured before a byte is parsed: the parse holds it several times over
+            raise ExportError(f"{size // 2**20} MB, more than the {MAX_METADATA // 2**20} MB a class's "
+                              "metadata is read up to")
+        # Parsed in a process of its own under limits (limited.call): libyaml and the building of
+        # the tables recurse once per level, and a file nested deep enough crashes the process
+        # that parses it (a segmentation fault at 100,000 levels), which must not be the batch.
+        try:
+            data = limited.call(_parsed, str(file), what=f"reading {METADATA}", seconds=PARSE_SECONDS,
+                                memory_mb=PARSE_MB, expected=ExportError)
+        except limited.Refused as err:
+            raise ExportError(str(err)) from None
+        export = _export(Path(root), data, folders)
+        for note in export.notes:
+            warn(f"{file}: {note}")
+        return export
+    except (OSError, ExportError) as err:
         why = " ".join(str(err).split()) if isinstance(err, ExportError) else \
             f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})"
         if strict:
@@ -109,6 +131,42 @@ def read_export(root: Path, folders: dict[str, Path], warn, strict: bool = True)
                               "--names-from-folders to grade each folder under its own name)") from None
         warn(f"{file}: {why}; the submissions are named by their folders instead")
         return None
+
+
+def _parsed(path: str):
+    """What the batch uses of the metadata at ``path``, as JSON data (in the child of
+    ``limited.call``): per folder its submitters' name, sid and email, and its time as text."""
+    try:
+        # yaml.safe_load's loader, in C where PyYAML has it: with each submission's :results:,
+        # a class's metadata is megabytes, which the pure-Python parser takes seconds to read
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f.read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
+        raise ExportError(f"unreadable ({type(err).__name__}: {' '.join(str(err).split())[:160]})") from None
+    if not isinstance(data, dict):
+        return data if isinstance(data, (str, int, float, bool, type(None))) else []
+    kept = {}
+    for folder, entry in data.items():
+        if not isinstance(entry, dict):
+            kept[str(folder)] = None
+            continue
+        people = entry.get(":submitters")
+        if isinstance(people, list):
+            people = [{k: _plain(p.get(k)) for k in (":name", ":sid", ":email")} if isinstance(p, dict)
+                      else None for p in people]
+        else:
+            people = None
+        kept[str(folder)] = {":submitters": people, ":created_at": _plain(entry.get(":created_at"))}
+    return kept
+
+
+def _plain(value):
+    """A scalar of the metadata as JSON data (a time as ISO text, which gradescope_time reads)."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, (dict, list)):
+        return None
+    return value
 
 
 def _export(root: Path, data, folders: dict[str, Path]) -> Export:
@@ -128,9 +186,16 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
         if not isinstance(people, list) or not people:
             raise ExportError(f"{folder}: no :submitters:")
         learners = [_submitter(folder, p) for p in people]
-        for learner in learners:
+        for i, learner in enumerate(learners):
             if learner.id in seen:
-                raise ExportError(f"{learner.id} is a submitter of both {seen[learner.id]} and {folder}")
+                # Where learners choose their sid, one may take another's: the class is still
+                # graded. The first folder keeps the id; this one is graded under a name of its
+                # own, matched to nobody on the roster, and the run says so.
+                own = f"{learner.id} ({folder})"
+                export.notes.append(f"{excerpt(learner.id, 40)} is a submitter of both {seen[learner.id]} "
+                                    f"and {folder}: {folder}'s is graded as {excerpt(own, 60)}, matched to "
+                                    "nobody on the roster (which one is theirs is yours to say)")
+                learners[i] = learner = Learner(own, {**learner.canvas, "SIS User ID": own}, ())
             seen[learner.id] = folder
         try:
             created = gradescope_time(entry.get(":created_at"))
@@ -146,8 +211,21 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
 
 
 def safe_name(name: str) -> str:
-    """``name`` as a file name of the class files (reports, feedback)."""
-    return "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".") or "_"
+    """``name`` as a file name of the class files (reports, feedback): itself when it is one
+    already; otherwise its characters a file name must not hold replaced by ``_``, cut to
+    ``NAME_CHARS``, and a hash of the whole id added. Distinct ids never share a file (``100 1``
+    is ``100_1-<hash>``, beside a learner whose id is ``100_1``), and an id always has the same
+    file name, whoever else is in the class."""
+    safe = "".join(c if c.isalnum() or c in _SAFE else "_" for c in name).lstrip(".")
+    if safe == name and 0 < len(name) <= NAME_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[:NAME_CHARS] or '_'}-{digest}"
+
+
+def renamed(names) -> list[str]:
+    """What the run says of the ids in ``names`` whose file names are not the ids themselves."""
+    return [f"{excerpt(n, 40)} as {safe_name(n)}" for n in names if safe_name(n) != n]
 
 
 def _submitter(folder: str, person) -> Learner:

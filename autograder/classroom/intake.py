@@ -36,7 +36,8 @@ def find_submissions(directory: Path) -> dict[str, Path]:
         if p.is_dir():
             found[p.name] = p
         elif p.suffix.lower() in (".zip", ".ipynb") and p.is_file():
-            found[p.stem] = p
+            # ada/ beside ada.zip: two submissions, the second named by its whole file name
+            found[p.stem if p.stem not in found else p.name] = p
     return found
 
 
@@ -153,6 +154,11 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
     if strangers:
         note(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
     identity = _identities(claims, owner)
+    odd = gradescope_export.renamed(sorted({p.id for p in people} | {"+".join(owner[w.id] for w in c)
+                                                                    for c in claims.values()}))
+    if odd:  # two ids alike but for such characters ("100 1", "100_1") each keep a file of their own
+        note(f"{len(odd)} id(s) cannot be file names as they are; their files are named: "
+             + "; ".join(odd[:10]) + (f" and {len(odd) - 10} more" if len(odd) > 10 else ""))
     ready = Prepared(asked(directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments),
                      {identity[n]: p for n, p in found.items()}, _renamed(export, identity), learners,
                      warnings=said, claims={identity[n]: w for n, w in claims.items()}, people=people, owner=owner,

@@ -1,7 +1,8 @@
 """What ``mha-grade batch`` writes into its output folder OUT, and when. OUT receives:
 
 * ``grades.csv``: a row per learner (every learner of ``--roster``, "no submission" when
-  nothing came), points per exercise, total, late penalty, final score, status;
+  nothing came), points per exercise, total, late penalty, final score, status, submission
+  time and where it comes from (``time_source``: the export's metadata, or the files' times);
 * ``canvas.csv``: the final scores in Canvas's gradebook import layout;
 * ``feedback/<learner>.md`` and ``.html``: what to hand back to each learner
   (:mod:`autograder.classroom.feedback`: scores, diagnoses, what was graded; no paths, no seed);
@@ -19,7 +20,9 @@
 
 Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
 ``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
-(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown.
+(:func:`autograder.scoring.round_points`): the parts shown add up to the total shown. What a
+learner wrote (ids, names, file names, the words of their errors) reaches these files only as
+:class:`autograder.inert.LearnerText`, within that learner's share of each file (:mod:`.budget`).
 
 The seed is drawn (or read) before anything is graded (:func:`resolve_seed`); each report, with
 ``hashes.json``, as its grade comes in (:func:`annotate`: what the class files need in it);

@@ -21,8 +21,10 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..inert import learner
 from ..scoring import points
 from . import files
+from .budget import CELL, share
 from .classfiles import file_name
 from .intake import BatchError
 
@@ -99,16 +101,18 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
     except (OSError, UnicodeDecodeError, csv.Error, KeyError):
         return 0
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    changed = [(r["id"], before.get(r["id"], ""), points(r["final"]), r["status"]) for r in rows
-               if before.get(r["id"]) != points(r["final"])]
+    # a learner as grades.csv's first cell shows them (learner text, escaped for a spreadsheet)
+    cells = [(r, learner(r["shown"]).csv(share("history.csv"), CELL)) for r in rows]
+    changed = [(cell, before.get(cell, ""), points(r["final"]), r["status"]) for r, cell in cells
+               if before.get(cell) != points(r["final"])]
     if not changed:
         return 0
     text = io.StringIO()
     w = csv.writer(text)
     if not (out / HISTORY).exists():
         w.writerow(["when", "learner", "final_before", "final_after", "status"])
-    for learner, old, new, status in changed:
-        w.writerow([when, learner, old, new, status])
+    for cell, old, new, status in changed:
+        w.writerow([when, cell, old, new, status])
     with open(out / HISTORY, "a", encoding="utf-8", newline="") as f:
         f.write(text.getvalue())
         f.flush()

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from .. import limited, stubs
 from ..spec import MODULE_OF, POINTS
+from ..inert import LearnerText, markdown, spreadsheet
 from .files import read_json, write_json
 from .winnowing import fingerprints, normalised_tokens, pack, unpack
 
@@ -248,7 +249,8 @@ def clusters_csv(result: SimilarityResult, rename=lambda x: x) -> str:
     w = csv.writer(out)
     w.writerow(["cluster", "size", "learners", "exercises (highest containment)", "linked_pairs"])
     for i, c in enumerate(result.clusters, 1):
-        w.writerow([i, len(c.learners), " ".join(rename(x) for x in c.learners),
+        # a submission's name may start with + - @ (a sid "+1-555"): a cell, not a formula
+        w.writerow([i, len(c.learners), spreadsheet(" ".join(rename(x) for x in c.learners)),
                     " ".join(f"{e}:{r:.2f}" for e, r in c.exercises.items()), c.links])
     return out.getvalue()
 
@@ -268,11 +270,13 @@ def clusters_markdown(result: SimilarityResult, rename=lambda x: x) -> str:
         lines += ["No cluster above the threshold."]
     for i, c in enumerate(result.clusters, 1):
         ex = ", ".join(f"`{e}` ({r:.2f})" for e, r in c.exercises.items())
-        lines.append(f"{i}. {len(c.learners)} learners: {', '.join(rename(x) for x in c.learners)}; "
+        names = ", ".join(markdown(rename(x)) for x in c.learners)
+        lines.append(f"{i}. {len(c.learners)} learners: {names}; "
                      f"exercises: {ex}")
     if result.left_out:
         lines += ["", "Not compared (their code could not be fingerprinted within the grader's limits):", ""]
-        lines += [f"- {rename(learner)}: {why}" for learner, why in sorted(result.left_out.items())]
+        lines += [f"- {markdown(rename(learner))}: {LearnerText(why, 'a refusal').markdown(cap=200)}"
+                  for learner, why in sorted(result.left_out.items())]
     return "\n".join(lines) + "\n"
 
 

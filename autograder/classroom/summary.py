@@ -17,8 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..inert import LearnerText, learner, markdown
 from ..scoring import round_points
 from ..spec import POINTS
+from .budget import share
 
 TOP_MISTAKES = 3
 BINS = 10  # histogram bars, each a tenth of the maximum total
@@ -48,7 +50,8 @@ class ClassStats:
     finals: list[float] = field(default_factory=list)  # per learner with a submission, after penalty and adjustments
     late: int = 0  # learners penalised for lateness
     adjusted: int = 0  # learners with an instructor's adjustment
-    problems: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # what went wrong -> (submission, detail)
+    # what went wrong -> (submission, detail: LearnerText, the learner's file names or a refusal)
+    problems: dict[str, list[tuple[str, LearnerText]]] = field(default_factory=dict)
     mistakes: list[tuple[str, str, int]] = field(default_factory=list)  # (mistake, exercise, submissions)
 
     @property
@@ -89,7 +92,8 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
     rows (learners, final scores); ``loaded``: the submissions as read (misnamed files)."""
     by_id: dict[str, ExerciseStats] = {}
     totals, errors, max_total = [], 0, 0.0
-    problems: dict[str, list[tuple[str, str]]] = {}
+    problems: dict[str, list[tuple[str, LearnerText]]] = {}
+    none = LearnerText("", "nothing")
     mistakes: Counter = Counter()
     for name, report in sorted(reports.items()):
         totals.append(float(report.get("score", 0.0)))
@@ -97,14 +101,14 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
         errors += bool(report.get("error"))
         if report.get("error"):
             why = str(report["error"]).splitlines()[0].split(":")[0]  # the reason, without the list after it
-            problems.setdefault(REFUSED, []).append((name, why[:100]))
+            problems.setdefault(REFUSED, []).append((name, LearnerText(why, "the grader's refusal")))
         statuses = {ex.get("status") for ex in report.get("exercises", [])}
         # by the kind of error the grader recorded for a case, not by the words that tell the learner
         kinds = {(c.get("cause") or {}).get("kind") for ex in report.get("exercises", []) for c in ex.get("cases", [])}
         if "timed out" in statuses:
-            problems.setdefault(TIMED_OUT, []).append((name, ""))
+            problems.setdefault(TIMED_OUT, []).append((name, none))
         if not report.get("error") and "error" in statuses:
-            problems.setdefault(IMPORT if "import" in kinds else CRASHED, []).append((name, ""))
+            problems.setdefault(IMPORT if "import" in kinds else CRASHED, []).append((name, none))
         for ex in report.get("exercises", []):
             s = by_id.setdefault(ex["id"], ExerciseStats(ex["id"], float(ex.get("max_score", 0.0))))
             status = ex.get("status", "error")
@@ -117,7 +121,8 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
                 mistakes[(mistake(diagnosis), ex["id"])] += 1
     for name, sub in sorted((loaded or {}).items()):
         if getattr(sub, "misnamed", ()):
-            problems.setdefault(MISNAMED, []).append((name, "; ".join(sub.misnamed)))
+            detail = LearnerText("; ".join(sub.misnamed), "file names")
+            problems.setdefault(MISNAMED, []).append((name, detail))
     max_total = max_total or sum(s.max_score for s in by_id.values()) or 100.0
     width = max_total / BINS
     histogram = []
@@ -171,9 +176,12 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
     ]
     lines += ["## What went wrong", ""]
     if stats.problems:
+        budgets: dict = {}  # each submission's share of this file (budget.py)
         for kind in (REFUSED, TIMED_OUT, IMPORT, CRASHED, MISNAMED):
             if kind in stats.problems:
-                names = [rename(x) + (f" ({d})" if d and rename(x) == x else "") for x, d in stats.problems[kind]]
+                names = [markdown(rename(x)) + (f" ({_detail(d, budgets.setdefault(x, share('summary.md')))})"
+                                                if d and rename(x) == x else "")
+                         for x, d in stats.problems[kind]]
                 lines.append(f"- {sentence(kind)}: {len(names)} of {n} submissions: {_names(names)}")
     else:
         lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
@@ -195,6 +203,10 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
         lines.append(f"| `{s.id}` | {s.max_score:g} | {_share(s.passed, n)} | {_share(s.attempted, n)} "
                      f"| {_fixed(s.total_score / n if n else 0)} | {_mistakes(s, n) or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def _detail(detail: LearnerText, budget) -> str:
+    return learner(detail).markdown(budget)
 
 
 def sentence(text: str) -> str:

@@ -16,7 +16,8 @@ from .. import stubs
 from .notebooks import MAX_NOTEBOOK, extract_notebooks
 from ..spec import MODULE_OF
 from .files import File, Tree, read_file
-from .limits import MAX_SOURCE, SubmissionError
+from ..inert import excerpt
+from .limits import MAX_LISTED, MAX_SHOWN, MAX_SOURCE, SubmissionError
 
 MODULES = tuple(dict.fromkeys(MODULE_OF.values()))  # attention, masking, ..., efficient
 PREFERRED_FOLDER = "mha_exercises"
@@ -84,13 +85,23 @@ def choose(where: str, tree: Tree) -> tuple[dict[str, str], tuple, tuple, tuple]
               for module, path in origin.items()]
     taken += nb_taken
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        shown = ", ".join(excerpt(o, MAX_SHOWN // 2) for o in other[:5])
+        shown += f" and {len(other) - 5} more" if len(other) > 5 else ""
         ignored.append(f"{len(other)} other file(s), not exercise modules or notebooks: {shown}")
     if not sources:
         expected = ", ".join(f"{m}.py" for m in MODULES)
         raise SubmissionError(f"no exercise files found in {where}: expected {expected} "
                               f"or the chapter notebooks (01_attention.ipynb, ...)")
-    return sources, tuple(taken), tuple(ignored), tuple(misnamed)
+    return sources, listed(taken), listed(ignored), listed(misnamed)
+
+
+def listed(lines: list[str]) -> tuple[str, ...]:
+    """What the learner and the instructor are told about files, bounded whatever the files'
+    names and number: ``MAX_LISTED`` lines of at most ``MAX_SHOWN`` characters, then a count."""
+    shown = [excerpt(line, MAX_SHOWN) for line in lines[:MAX_LISTED]]
+    if len(lines) > MAX_LISTED:
+        shown.append(f"and {len(lines) - MAX_LISTED} more line(s) about other files")
+    return tuple(shown)
 
 
 def _rank(f: File) -> tuple:

@@ -13,7 +13,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .limits import MAX_FILES, MAX_NESTED_ZIP, MAX_TOTAL, MAX_ZIP_MEMBERS, SubmissionError
+from ..inert import excerpt
+from .limits import (MAX_DEPTH, MAX_FILES, MAX_NESTED_ZIP, MAX_PATH, MAX_SHOWN, MAX_TOTAL, MAX_ZIP_MEMBERS,
+                     SubmissionError)
 
 # Folders that never hold the learner's own exercise code (a repository tree has them).
 NOT_THEIRS = frozenset({"solutions", "autograder", "tests", "lab", "bench", "scripts", "site-packages",
@@ -50,23 +52,59 @@ class Tree:
                                   "hand in only the exercise modules or the chapter notebooks")
 
 
+def folders(top, note, *, depth: int = MAX_DEPTH):
+    """``os.walk(top)`` top-down without following links, and without recursion (Python's own
+    recurses once per level: 1,200 nested folders raise RecursionError), each folder's names
+    sorted: yields ``(folder, rel, dirs, files)``, ``rel`` the folder's path from ``top``
+    ("" or ending in "/"); the caller may prune ``dirs`` in place. Folders deeper than
+    ``depth`` are not looked into, and ``note`` says so once."""
+    stack = [(str(top), "", 0)]
+    deep = False
+    while stack:
+        folder, rel, level = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = [(e.name, _is_dir(e), e.is_symlink()) for e in entries]
+        except OSError:
+            continue  # unreadable, or its path too long for the kernel: nothing in it is looked at
+        dirs = sorted(n for n, is_dir, _ in listed if is_dir)  # a link to a folder too, as os.walk lists it
+        files = sorted(n for n, is_dir, _ in listed if not is_dir)
+        links = {n for n, _, link in listed if link}
+        yield folder, rel, dirs, files
+        dirs = [d for d in dirs if d not in links]  # listed, never followed
+        if dirs and level >= depth:
+            if not deep:
+                note(f"{excerpt(rel, MAX_SHOWN)} (folders more than {depth} deep are not looked into)")
+                deep = True
+            continue
+        stack += [(os.path.join(folder, d), f"{rel}{d}/", level + 1) for d in reversed(dirs)]
+
+
+def _is_dir(entry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def walk(top: Path, tree: Tree) -> None:
     """The files under the folder ``top`` into ``tree``, a zip's members for each zip among them."""
     seen = 0
-    for folder, dirs, files in os.walk(top, followlinks=False):
-        rel = Path(folder).relative_to(top).as_posix()
-        rel = "" if rel == "." else rel + "/"
+    for folder, rel, dirs, files in folders(top, tree.ignored.append):
         kept = []
-        for d in sorted(dirs):
+        for d in dirs:
             if (Path(folder) / d).is_symlink():
                 tree.ignored.append(f"{rel}{d}/ (a symbolic link, not followed)")
             elif d in NOT_THEIRS or d.startswith("."):
                 if d not in ("__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git") and _has_code(Path(folder) / d):
                     tree.ignored.append(f"{rel}{d}/ (not the learner's exercise code)")
+            elif len(rel) + len(d) >= MAX_PATH:
+                tree.ignored.append(f"{excerpt(rel + d, MAX_SHOWN)}/ (a path longer than {MAX_PATH} "
+                                    "characters, not looked into)")
             else:
                 kept.append(d)
         dirs[:] = kept
-        for name in sorted(files):
+        for name in files:
             seen += 1
             if seen > MAX_FILES:
                 tree.ignored.append(f"everything after the first {MAX_FILES} files")
@@ -74,7 +112,10 @@ def walk(top: Path, tree: Tree) -> None:
             f = Path(folder) / name
             if name.startswith("."):
                 continue
-            st = f.lstat()
+            try:
+                st = f.lstat()
+            except OSError:
+                continue
             if stat.S_ISLNK(st.st_mode):
                 if name.endswith((".py", ".ipynb", ".zip")):
                     tree.ignored.append(f"{rel}{name} (a symbolic link, not followed)")
@@ -114,11 +155,15 @@ def zip_members(name: str, read, size: int, prefix: str, tree: Tree, top: bool =
             raise SubmissionError(f"{name}: more than {MAX_ZIP_MEMBERS} files")
         tree.ignored.append(f"{name} (more than {MAX_ZIP_MEMBERS} files)")
         return
+    long = 0
     for info in infos:
         raw = info.filename.replace("\\", "/")
-        member = posixpath.normpath(raw)
         if info.is_dir():
             continue
+        if len(prefix) + len(raw) > MAX_PATH:  # counted, never copied into what the learner is told
+            long += 1
+            continue
+        member = posixpath.normpath(raw)
         if raw.startswith("/") or member.startswith("../") or member == ".." or ":" in member.split("/")[0]:
             tree.ignored.append(f"{prefix}{raw} (a path leading outside the zip, refused)")
             continue
@@ -134,6 +179,9 @@ def zip_members(name: str, read, size: int, prefix: str, tree: Tree, top: bool =
                             else None, info.file_size, prefix + member + "/", tree)
             continue
         tree.files.append(File(prefix + member, info.file_size, lambda z=z, i=info: z.read(i)))
+    if long:
+        tree.ignored.append(f"{long} file(s) of {excerpt(name, MAX_SHOWN)} under a path longer than "
+                            f"{MAX_PATH} characters (not looked at)")
 
 
 def read_file(f: File, limit: int, tree: Tree) -> bytes:
