@@ -114,11 +114,13 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
                 out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
                            f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
         return out
-    passing = [i for i, ok in enumerate(passed) if ok]  # "no passing case has": every passing case
+    # Only where some passing case ran the learner's code (a case that must raise passes without
+    # it); "no passing case has" is then checked against every passing case.
     if not failing or not passing or not all(features[i] for i in failing):
         return []
+    every = [i for i, ok in enumerate(passed) if ok]
     shared = [v for k, v in features[failing[0]].items()
-              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
+              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in every)]
     if not shared:
         return []
     which = "Every failing case" if not named else "Every failing case no known bug above explains"

@@ -60,9 +60,11 @@ def generate_cases(rng):
         if temperature:
             out.append(case(name, given["prompt"], new, 1.0 if temperature != 1 else 0.0, use_cache,
                             of=(name, "decoding"), **same))
-        if use_cache:
+        # A sampled case's other copies would sample fewer or other draws, and may pass by chance:
+        # only its decoding is changed.
+        if use_cache and not temperature:
             out.append(case(name, given["prompt"], new, temperature, False, of=(name, "cache"), **same))
-        if batch > 1:
+        if batch > 1 and not temperature:
             out.append(case(name, given["prompt"][:1], new, temperature, use_cache, of=(name, "batch"), **same))
         return out
 
