@@ -17,6 +17,7 @@ A mutant that cannot be compiled or imported is skipped; every other one is grad
   with F changed passes;
 * a minimal pair ("... other features the same ('a' fails, 'b' passes)"): a fails, b passes,
   b runs the code under test, and their features differ in the one named;
+* "Correct on G" (a pair's or an intervention's): no failing case has G;
 * a mutant with full marks gets no diagnosis and no summary.
 """
 from __future__ import annotations
@@ -211,8 +212,9 @@ def _passes(case, got) -> bool:
     return scoring._passes(case, got, judge.reference_output(case)) if not isinstance(got, CaseError) else False
 
 
-_INTERVENTION = re.compile(r"'([^']+)' fails and passes with its (.+?) alone changed to ")
-_ASSUMES = re.compile(r"instead passes \('([^']+)', (.+?) alone changed\)")
+_INTERVENTION = re.compile(r"'(?P<name>[^']+)' fails(?P<local> with [^:']+?)? and passes with its (?P<feature>.+?) "
+                           r"alone changed to ")
+_ASSUMES = re.compile(r"instead passes \('(?P<name>[^']+)', (?P<feature>.+?) alone changed\)")
 _PAIR = re.compile(r"\('([^']+)' fails, '([^']+)' passes\)|\('([^']+)' vs '([^']+)'\)")
 
 
@@ -249,16 +251,19 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
         if not held:
             wrong.append(f"{row.name!r}: diagnosis {row.diagnosis[:60]!r} is not the mutant's output there "
                          f"(expected output {'exists' if expected is not None else 'missing'})")
-    for found in _INTERVENTION.finditer(result.feedback):
-        name, feature = found.groups()
-        probe = probes.get((name, feature))
-        if probe is None or passed[by_name[name]] or not passed[probe]:
-            wrong.append(f"intervention on {feature!r} of {name!r} does not flip the outcome")
-    for found in _ASSUMES.finditer(result.feedback):
-        name, feature = found.groups()
-        probe = probes.get((name, feature))
-        if probe is None or passed[by_name[name]] or not passed[probe]:
-            wrong.append(f"intervention on {feature!r} of {name!r} does not flip the outcome")
+    failing = [i for i in graded_at if not passed[i]]
+
+    def fails_on(feature, value) -> bool:  # "Correct on <value>" is false when a failing case has it
+        return any(cases[i].features.get(feature) == value for i in failing)
+
+    for pattern in (_INTERVENTION, _ASSUMES):
+        for found in pattern.finditer(result.feedback):
+            name, feature, local = found["name"], found["feature"], found.groupdict().get("local")
+            probe = probes.get((name, feature))
+            if probe is None or passed[by_name[name]] or not passed[probe]:
+                wrong.append(f"intervention on {feature!r} of {name!r} does not flip the outcome")
+            elif not local and fails_on(feature, cases[probe].features[feature]):
+                wrong.append(f"'Correct on {cases[probe].features[feature]}', yet a failing case has it")
     for found in _PAIR.finditer(result.feedback):
         bad, good = (found[1], found[2]) if found[1] else (found[3], found[4])
         f, p = by_name[bad], by_name[good]
@@ -266,13 +271,15 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
         differ = [k for k in features[0] if features[0][k] != features[1].get(k)]
         if passed[f] or not passed[p] or len(differ) != 1 or scoring.summary._inert(cases[p]):
             wrong.append(f"pair {bad!r} / {good!r} is no minimal pair of this mutant's outcomes")
+        elif fails_on(differ[0], features[1][differ[0]]):
+            wrong.append(f"'Correct on {features[1][differ[0]]}', yet a failing case has it")
     return wrong
 
 
 def named(result) -> bool:
     """Whether the feedback names a cause: a known bug, or a feature blamed by an intervention or a pair."""
     return any(r.diagnosis for r in result.cases) or bool(
-        re.search(r"Correct on |Your code assumes ", result.feedback or ""))
+        re.search(r"Correct on |Your code assumes |alone changes the outcome", result.feedback or ""))
 
 
 def run(chosen: list[Mutant], seconds: int = 20) -> dict:

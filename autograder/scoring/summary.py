@@ -75,6 +75,13 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
                     flips.setdefault(feature, []).append((f, probe))
         for feature, found in list(flips.items())[:3]:
             f, probe = found[0]
+            # "Correct on G" only where no failing case has G itself (an in-place write at angle 0
+            # changes nothing, yet the code is not right at offset 0): else what the one case shows.
+            if _fails_on(features, failing, feature, {p.features[feature] for _, p in found}):
+                out.append(f"Changing the {feature} alone changes the outcome, though not every failing case "
+                           f"differs there: {cases[f].name!r} fails with {features[f][feature]} and passes with its "
+                           f"{feature} alone changed to {probe.features[feature]}.")
+                continue
             bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found)), "or")
             good = _listed(list(dict.fromkeys(p.features[feature] for _, p in found)), "or")
             first_bad = features[f][feature]
@@ -97,6 +104,8 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             differ = [k for k in features[f] if features[f][k] != features[p][k]]
             if len(differ) == 1 and not _probed(probes, cases[f].name, differ[0]):
                 pairs.setdefault(differ[0], []).append((p, f))
+    pairs = {k: found for k, found in pairs.items()
+             if not _fails_on(features, failing, k, {features[p][k] for p, _ in found})}
     if pairs:
         for feature, found in list(pairs.items())[:3]:
             p, f = found[0]
@@ -126,6 +135,11 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     which = "Every failing case" if not named else "Every failing case no known bug above explains"
     return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
             f"failing case in a single feature, so these cases do not tell which one matters."]
+
+
+def _fails_on(features: list[dict], failing: list[int], feature: str, good: set) -> bool:
+    """Whether some failing case has one of the ``good`` values of ``feature``."""
+    return any(features[i].get(feature) in good for i in failing)
 
 
 def _probed(probes: dict, name: str, feature: str) -> bool:
