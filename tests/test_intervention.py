@@ -4,6 +4,7 @@ the learner's code), known bugs are named at the learner's precision, and a sing
 costs only its requirement's points."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -11,7 +12,8 @@ import torch
 
 from autograder import scoring
 from autograder.grading import judge
-from autograder.grading.exercises import EXERCISES
+from autograder.grading.exercises import EXERCISES, layer_module
+from solutions.masking import causal_mask, masked_softmax
 
 # --- chapter 8's learners ----------------------------------------------------------------------
 
@@ -113,12 +115,6 @@ def induction_in_place(weights, period):
     return score
 
 
-def _sinusoidal_table(length, dim, offset, base, slope):
-    pe = np.zeros((length, dim), dtype=np.float32)
-    pos = np.arange(offset, offset + length, dtype=np.float32)[:, None]
-    return pe, pos
-
-
 def sinusoidal_exponent_per_feature(length, dim, offset=0, base=10000.0):
     """A tutorial's table: div = base ** (2 * arange(dim) / dim), one exponent per feature."""
     if dim % 2:
@@ -167,8 +163,6 @@ def sinusoidal_by_row(length, dim, offset=0, base=10000.0):
 
 def attention_causal_by_default(q, k, v, mask=None):
     """A decoder's habit: a causal mask applied where none is given."""
-    from solutions.masking import causal_mask, masked_softmax
-
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     weights = masked_softmax(scores, causal_mask(q.shape[-2], k.shape[-2]) if mask is None else mask)
     return weights @ v, weights
@@ -280,3 +274,11 @@ def test_interventions_earn_nothing_and_are_not_reported():
     graded = [c for c in cases if scoring.PROBE not in c.features]
     assert len(cases) > len(graded) and [r.name for r in result.cases] == [c.name for c in graded]
     assert result.score == result.max_score
+
+
+def test_a_wrong_head_mask_is_not_counted_against_the_masks():
+    """'masks: 1 of 4 cases fail' for a layer whose masks are right and whose head_mask is wrong."""
+    exercise = dataclasses.replace(EXERCISES["MultiHeadAttention"], bugs={})
+    result = judge.judge_in_process(exercise, layer_module.HeadMaskAfterProjection)
+    assert "masks passes" in result.feedback and "head_mask: 2 of 2 cases fail" in result.feedback, result.feedback
+    assert re.search(r"Correct on no head_mask; fails on a head_mask", result.feedback), result.feedback

@@ -108,6 +108,6 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, summary.sentences(failed, ladder, rungs, isolated, summary.by_part(cases, passed),
+                          results, summary.sentences(failed, ladder, rungs, isolated, summary.by_part(cases, passed, probes),
                                    summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
                           list(notes), ladder=summary.climbed(ladder, rungs) if failed else "")

@@ -148,13 +148,20 @@ def _probed(probes: dict, name: str, feature: str) -> bool:
     return (name, feature) in probes
 
 
-def by_part(cases: list[Case], passed: list[bool]) -> str:
+def by_part(cases: list[Case], passed: list[bool], probes: dict | None = None) -> str:
     """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
-    the learner's code they check (``features["part"]``), in the order first met."""
+    the learner's code they check (``features["part"]``), in the order first met. A failing case
+    whose copy without another part's input passes (an intervention on the feature named for
+    that part: a masks case's head_mask) counts against that part, not its own."""
     parts: dict = {}
+    names = {(c.features or {}).get("part") for c in cases} - {None}
     for case, ok in zip(cases, passed):
-        if (case.features or {}).get("part"):
-            parts.setdefault(case.features["part"], []).append(ok)
+        part = (case.features or {}).get("part")
+        if part and not ok:
+            part = next((f for (name, f), (flipped, _) in (probes or {}).items()
+                         if name == case.name and flipped and f in names), part)
+        if part:
+            parts.setdefault(part, []).append(ok)
     if not parts or all(all(oks) for oks in parts.values()):
         return ""
     words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"

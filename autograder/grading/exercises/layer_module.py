@@ -11,7 +11,7 @@ from torch import nn
 from solutions.layer import MultiHeadAttention as ReferenceLayer
 
 from ...spec import Case, Exercise
-from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, randn
+from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, intervention, randn
 from .layer import LAYER_PROPERTIES, layer_masks
 
 # --- MultiHeadAttention (PyTorch) --------------------------------------------------------------
@@ -111,9 +111,16 @@ def layer_cases(rng):
         case("from_torch, kdim and vdim, Lq < Lk, no bias, padding mask (B, 1, Lk)", "from_torch", "mha_from_torch",
              widths="kdim, vdim != E", lengths="Lq < Lk", bias=False, mask=padding,
              mask_words="a padding mask (B, 1, Lk)", check="from_torch"),
-        case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk), head_mask", "masks", widths="kdim, vdim != E",
-             lengths="Lq < Lk", mask=causal_, mask_words="a causal mask (Lq, Lk)", head_mask=head_mask),
+        *_with_head_mask_apart(case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk), head_mask", "masks",
+                                    widths="kdim, vdim != E", lengths="Lq < Lk", mask=causal_,
+                                    mask_words="a causal mask (Lq, Lk)", head_mask=head_mask)),
     ]
+
+
+def _with_head_mask_apart(case):
+    """The case, then its copy without the head_mask: a failure there that the copy does not have
+    is the head_mask's, not the masks' (``scoring.summary.by_part``)."""
+    return [case, intervention(case, "head_mask", "no head_mask", drop=("head_mask",))]
 
 
 _RUNGS = {"forward": 0, "dropout": 0, "head_mask": 0, "masks": 0, "projections and shapes": 1, "from_torch": 2}
