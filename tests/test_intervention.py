@@ -13,6 +13,7 @@ import torch
 from autograder import scoring
 from autograder.grading import judge
 from autograder.grading.exercises import EXERCISES, layer_module
+from solutions.layer import MultiHeadAttention as ReferenceLayer
 from solutions.masking import causal_mask, masked_softmax
 
 # --- chapter 8's learners ----------------------------------------------------------------------
@@ -282,3 +283,19 @@ def test_a_wrong_head_mask_is_not_counted_against_the_masks():
     result = judge.judge_in_process(exercise, layer_module.HeadMaskAfterProjection)
     assert "masks passes" in result.feedback and "head_mask: 2 of 2 cases fail" in result.feedback, result.feedback
     assert re.search(r"Correct on no head_mask; fails on a head_mask", result.feedback), result.feedback
+
+
+class KeysWithWq(ReferenceLayer):
+    """A learner's layer that projects the keys with W_q (a crash where kdim != E)."""
+
+    def forward(self, query, key, value, mask=None, head_mask=None):
+        W_k, self.W_k = self.W_k, self.W_q
+        try:
+            return super().forward(query, key, value, mask, head_mask)
+        finally:
+            self.W_k = W_k
+
+
+def test_keys_projected_with_w_q_are_named_not_only_crashed():
+    result = _graded("MultiHeadAttention", KeysWithWq)
+    assert any(d.startswith("your layer projects the keys with W_q") for d in _diagnoses(result)), result.feedback
