@@ -63,6 +63,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     Without either, which features those failing cases share."""
     features = [{k: v for k, v in (c.features or {}).items() if k not in RESERVED} for c in cases]
     failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
+    every_failing = [i for i, ok in enumerate(passed) if not ok]  # "Correct on G": none of them has G
     passing = [i for i, ok in enumerate(passed) if ok and not _inert(cases[i])]
     probes = probes or {}
     out = []
@@ -77,7 +78,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             f, probe = found[0]
             # "Correct on G" only where no failing case has G itself (an in-place write at angle 0
             # changes nothing, yet the code is not right at offset 0): else what the one case shows.
-            if _fails_on(features, failing, feature, {p.features[feature] for _, p in found}):
+            if _fails_on(features, every_failing, feature, {p.features[feature] for _, p in found}):
                 out.append(f"Changing the {feature} alone changes the outcome, though not every failing case "
                            f"differs there: {cases[f].name!r} fails with {features[f][feature]} and passes with its "
                            f"{feature} alone changed to {probe.features[feature]}.")
@@ -105,7 +106,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             if len(differ) == 1 and not _probed(probes, cases[f].name, differ[0]):
                 pairs.setdefault(differ[0], []).append((p, f))
     pairs = {k: found for k, found in pairs.items()
-             if not _fails_on(features, failing, k, {features[p][k] for p, _ in found})}
+             if not _fails_on(features, every_failing, k, {features[p][k] for p, _ in found})}
     if pairs:
         for feature, found in list(pairs.items())[:3]:
             p, f = found[0]
