@@ -246,27 +246,26 @@ def test_other_semantics_are_tried_as_hypotheses():
     assert any("subtracted from exp instead of dividing" in d for d in _diagnoses(softmax)), softmax.feedback
 
 
-def test_an_offset_is_blamed_on_every_range_that_fails_the_same_way():
-    """A table of 64 positions: every offset past it fails, under 100 and in the thousands alike."""
-    table = _angles(64, 8, 0, 10000.0)
+def rope_short_table(x, offset=0, base=10000.0):
+    """Right, from a table of 128 positions: offsets past it raise."""
+    if x.shape[-1] % 2:
+        raise ValueError("d must be even")
+    a = _angles(128, x.shape[-1], 0, base)[offset:offset + x.shape[-2]]
+    if a.shape[0] < x.shape[-2]:
+        raise IndexError(f"position {offset + x.shape[-2] - 1} is past the table of 128")
+    emb = torch.cat([a, a], dim=-1)
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * emb.cos().to(x.dtype) + rotated * emb.sin().to(x.dtype)
 
-    def rope_short_table(x, offset=0, base=10000.0):
-        if x.shape[-1] % 2:
-            raise ValueError("d must be even")
-        a = _angles(x.shape[-2], x.shape[-1], 0, base)
-        if offset:
-            if offset + x.shape[-2] > len(table):
-                raise IndexError(f"position {offset + x.shape[-2] - 1} is past the table of {len(table)}")
-            a = _angles(x.shape[-2], x.shape[-1], offset, base)
-        emb = torch.cat([a, a], dim=-1)
-        half = x.shape[-1] // 2
-        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * emb.cos().to(x.dtype) + rotated * emb.sin().to(x.dtype)
 
+def test_an_offset_is_blamed_on_the_range_that_fails():
+    """'with an offset under 100 it raises' for code whose fault is the end of its range."""
     result = _graded("apply_rope", rope_short_table)
-    failing = {r.name for r in result.cases if not r.passed}
-    if "one position at 2500 to 3499, float64" in failing and len(failing) > 1:
-        assert "an offset in the thousands" in result.feedback, result.feedback
+    assert [r.name for r in result.cases if not r.passed] == ["one position at 2500 to 3499, float64"]
+    assert "fails on an offset in the thousands" in result.feedback, result.feedback
+    assert "an offset under 100" not in result.feedback, result.feedback
+    assert "any table of positions reaches offset + L" in result.feedback, result.feedback
 
 
 def test_interventions_earn_nothing_and_are_not_reported():

@@ -48,6 +48,10 @@ def probe_outcomes(cases: list[Case], outputs: list, expected: list, passes) -> 
     return found
 
 
+def _error(output) -> CaseError | None:
+    return output if isinstance(output, CaseError) else None
+
+
 def _inert(case: Case) -> bool:
     return case.driver.endswith("_raises") or bool((case.features or {}).get(INERT))
 
@@ -87,8 +91,10 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             good = _listed(list(dict.fromkeys(p.features[feature] for _, p in found)), "or")
             first_bad = features[f][feature]
             hint = hints.get(first_bad) or hints.get(feature) or ""
-            raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
-            if raised:
+            raised = _raised_at(_error(outputs[f]))
+            if raised:  # the values with which it raises the same, at the same line
+                bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found
+                                                 if _raised_at(_error(outputs[g])) == raised)), "or")
                 out.append(f"Your code assumes {good}: with {bad} it raises {raised}, and the same case with "
                            f"{good} instead passes ({cases[f].name!r}, {feature} alone changed)"
                            + (f"; {hint}." if hint else "."))

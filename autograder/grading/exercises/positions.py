@@ -273,8 +273,9 @@ APPLY_ROPE = Exercise(
            "leading axes": "accept any leading axes: the positions are axis -2 and the features axis -1",
            "float32": "keep the input's dtype: compute the angles in float64, then cast their cos and sin to it",
            "an offset under 100": "positions start at offset (the cached length): row t is at position offset + t",
-           "an offset in the thousands": "compute the angles in float64 (float32 angles are off by ~1e-4 radians "
-                                         "there)",
+           "an offset in the thousands": "positions in the thousands work as the first ones do: any table of "
+                                         "positions reaches offset + L, and the angles are computed in float64 "
+                                         "(float32 angles are off by ~1e-4 radians there)",
            "another base": "the angles use the base given: (offset + t) * base^(-2i/d)"},
     bugs={
         "your rotation pairs adjacent features (2i, 2i+1), the convention of the RoFormer paper and GPT-J; "
