@@ -71,6 +71,16 @@ def rope_negative_angle_float32(x, offset=0, base=10000.0):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
+def rope_interleaved_angles_on_halves_float32(x, offset=0, base=10000.0):
+    """Angles laid out for adjacent pairs (repeat_interleave) under a half-split rotation, float32 table."""
+    if x.shape[-1] % 2:
+        raise ValueError("d must be even")
+    a = _angles(x.shape[-2], x.shape[-1], offset, base, dtype=torch.float32).repeat_interleave(2, dim=-1)
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * a.cos().to(x.dtype) + rotated * a.sin().to(x.dtype)
+
+
 def generate_batch_of_one(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True):
     """Right for B = 1 only: the argmax is taken over the flattened (B, V) logits."""
     tokens = prompt
@@ -216,6 +226,8 @@ def test_rope_conventions_with_float32_tables_are_named():
     reversed_ = next(d for d in bugs if d.startswith("your rotation turns the wrong way"))
     assert adjacent in _diagnoses(_graded("apply_rope", rope_adjacent_float32))
     assert reversed_ in _diagnoses(_graded("apply_rope", rope_negative_angle_float32))
+    mixed = next(d for d in bugs if d.startswith("your angles are laid out for adjacent pairs"))
+    assert mixed in _diagnoses(_graded("apply_rope", rope_interleaved_angles_on_halves_float32))
 
 
 def test_float32_angles_cost_only_the_precision_requirement():
