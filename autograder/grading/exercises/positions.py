@@ -137,7 +137,7 @@ SINUSOIDAL_POSITIONS = Exercise(
             _sinusoidal_bug("base_ignored", use_base=False),
         "your positions start at 1: the first position is offset, 0 without a cache":
             _sinusoidal_bug("from_one", start=1),
-        # Seen in tutorials' tables: ``div = base ** (2 * torch.arange(d) / d)`` over every feature.
+        # The four below were found in public code (issue 32), e.g. ``div = base ** (2 * arange(d) / d)``.
         "your frequencies take an exponent per feature (feature j at base^(-2j/dim)): the two features of "
         "pair i share one frequency, base^(-2i/dim)": _sinusoidal_bug("exponent_per_feature", exponent="2j/d"),
         "your frequencies use the exponent 4i/dim (the pair's index doubled twice, as with arange(0, dim, 2) "
