@@ -232,6 +232,14 @@ def attention_filled_with_large_negative(q, k, v, mask=None):
     return _attention(q, k, v, mask, weights_of=_filled_with(-1e6))
 
 
+def attention_scale_multiplies(q, k, v, mask=None):
+    return _attention(q, k, v, mask, scale=1 / math.sqrt(q.shape[-1]))
+
+
+def attention_scaled_by_queries(q, k, v, mask=None):  # q.shape[-2] where q.shape[-1] was meant
+    return _attention(q, k, v, mask, scale=math.sqrt(q.shape[-2]))
+
+
 def attention_causal_when_unmasked(q, k, v, mask=None):
     """A learner's: a causal mask applied where no mask is given (the decoder's habit)."""
     if mask is None:
@@ -279,6 +287,10 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
         "(they must be all zero)": attention_filled_with_minus_inf,
         "your output matches attention with masked scores filled with a large negative number: fully "
         "masked rows get uniform weights (they must be all zero)": attention_filled_with_large_negative,
+        "your output matches attention with the scores multiplied by sqrt(d_k): divide them by it":
+            attention_scale_multiplies,
+        "your output matches attention scaled by the square root of the number of queries (q.shape[-2]): "
+        "the scale is sqrt(d_k), q.shape[-1]": attention_scaled_by_queries,
         "your output matches attention with a causal mask where none is given: without a mask every query "
         "attends to every key": attention_causal_when_unmasked,
         "your output matches attention with a softmax that does not subtract the max (exp overflows on "
