@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autograder import scoring
 from autograder.grading import judge, reference
 from autograder.grading.exercises import EXERCISES
 from autograder.spec import Case, CaseError, Exercise
@@ -85,15 +86,24 @@ MOST_CASES = {"MultiHeadAttention": 15, "chunked_attention": 13}
 
 def test_exercises_follow_the_contract():
     for exercise in EXERCISES.values():
-        cases = exercise.cases(np.random.default_rng(0))
+        drawn = exercise.cases(np.random.default_rng(0))
+        cases = [c for c in drawn if scoring.PROBE not in c.features]
         # MultiHeadAttention: each of the six parts a learner writes has cases that isolate it, and
         # one looks at the projections' types; chunked_attention: one more measures its memory.
         assert 5 <= len(cases) <= MOST_CASES.get(exercise.id, 12), exercise.id
         assert len({c.name for c in cases}) == len(cases), exercise.id  # names tell cases apart
+        # An intervention copies a graded case with one named feature changed (and only that one).
+        for probe in (c for c in drawn if scoring.PROBE in c.features):
+            name, feature = probe.features[scoring.PROBE]
+            copied = next(c for c in cases if c.name == name)
+            differ = {k for k in copied.features if k not in scoring.summary.RESERVED
+                      and copied.features[k] != probe.features[k]}
+            assert differ == {feature}, (exercise.id, name, feature, differ)
+        assert len(drawn) - len(cases) <= 2 * len(cases), exercise.id  # interventions at most double the cost
         assert all(p in judge.PROPERTIES for c in cases for p in c.properties)
         # Seeded: the same rng seed gives the same inputs.
         again = exercise.cases(np.random.default_rng(0))
-        assert repr([c.inputs for c in cases]) == repr([c.inputs for c in again])
+        assert repr([c.inputs for c in drawn]) == repr([c.inputs for c in again])
 
 
 # --- the judge's messages and statuses ---------------------------------------------------------

@@ -18,8 +18,9 @@ from __future__ import annotations
 from ..compare import compare_outputs  # noqa: F401  (its users find it here, beside check_case)
 from ..spec import Case, CaseError, CaseResult, ExerciseResult
 from . import summary
+from .summary import INERT, PROBE  # noqa: F401  (the checks mark their cases with them)
 from .causes import ERROR_FEEDBACK, MISMATCH_WORDS, cause, cause_parts, error_feedback, sentence  # noqa: F401
-from .diagnoses import matches, stated_diagnoses  # noqa: F401
+from .diagnoses import MATCH, matches, stated_diagnoses  # noqa: F401
 from .properties import PROPERTIES, case_mask, check_case  # noqa: F401
 from .rounding import points, round_points, shown_points, shown_total  # noqa: F401
 
@@ -43,6 +44,21 @@ def status(kinds: list[str], n_cases: int, score_: float, max_score: float) -> s
     return "partial" if score_ > 0 else "failed"
 
 
+def _passes(case: Case, got, expected) -> bool:
+    """Whether an output passes its case (an intervention's outcome: the same test as a graded case's)."""
+    if isinstance(got, CaseError):
+        return False
+    try:
+        return not check_case(case, got, expected)
+    except Exception:  # malformed data from the learner's process passes nothing
+        return False
+
+
+def _reindexed(bugs, keep: list[int]):
+    """``bugs`` asked by the graded cases' own indices (the interventions' taken out)."""
+    return lambda i, diagnosis=None: bugs(keep[i]) if diagnosis is None else bugs(keep[i], diagnosis)
+
+
 def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list, expected: list,
           bugs, ladder=(), notes=(), hints=None) -> ExerciseResult:
     """Score an exercise from the learner's ``outputs`` (driver data or CaseError per case).
@@ -53,6 +69,11 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     keeps only the diagnoses that hold. Where several hold for a case, the one that explains
     most failing cases names its cause."""
     outputs = list(outputs) + [CaseError("crash", "no result came back")] * (len(cases) - len(outputs))
+    probes = summary.probe_outcomes(cases, outputs, expected, _passes)
+    if probes:  # an intervention's copy words a cause and earns nothing: the graded cases alone from here
+        keep = [i for i, c in enumerate(cases) if summary.PROBE not in (c.features or {})]
+        cases, outputs, expected = [cases[i] for i in keep], [outputs[i] for i in keep], [expected[i] for i in keep]
+        bugs = _reindexed(bugs, keep)
     total = sum(c.weight for c in cases) or 1.0
     results, reasons_of = [], {}
     for i, (case, got) in enumerate(zip(cases, outputs)):
@@ -83,10 +104,10 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
             failed.append((*cause(result, error, reasons_of.get(i, [])), case.name))
             result.cause = cause_parts(error, reasons_of.get(i, []))
     named = {i for i, r in enumerate(results) if r.diagnosis}
-    isolated = summary.isolated(cases, passed, outputs, hints or {}, named) if any(c.features for c in cases) else None
+    isolated = summary.isolated(cases, passed, outputs, hints or {}, named, probes) if any(c.features for c in cases) else None
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, summary.sentences(failed, ladder, rungs, isolated, summary.by_part(cases, passed),
+                          results, summary.sentences(failed, ladder, rungs, isolated, summary.by_part(cases, passed, probes),
                                    summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
                           list(notes), ladder=summary.climbed(ladder, rungs) if failed else "")

@@ -8,6 +8,7 @@ import re
 
 from ..spec import Case, CaseError
 from .causes import sentence
+from .diagnoses import MATCH
 
 
 def _listed(items: list[str], last: str = "and") -> str:
@@ -25,24 +26,94 @@ def _raised_at(error: CaseError | None) -> str | None:
     return f"{kind} at {file} line {line}" + (f" (`{code}`)" if code else "")
 
 
-def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, named: set) -> list[str]:
-    """What minimal pairs show about the failing cases no known bug explains (``named``): for
-    each feature in which such a case differs from a passing case alone, a sentence naming it
-    (and the assumption, when the failing case raised at a line of the learner's). Without such
-    a pair, which features those failing cases share."""
-    features = [{k: v for k, v in (c.features or {}).items() if k != "part"} for c in cases]
+# A case's features key marking it as an intervention: ``[name of the graded case it copies,
+# the feature changed]``. Its outcome words a cause and never earns a point (``scoring.score``).
+PROBE = "intervention on"
+# A case's features key marking a case that never reaches the code under test's arithmetic
+# (a call that must raise, zero new tokens, an empty input): it passes whatever that arithmetic
+# does, so it is never the passing side of a pair.
+INERT = "runs no code under test"
+# Features keys that say how a case is used, not what its inputs are.
+RESERVED = ("part", PROBE, INERT, MATCH)
+
+
+def probe_outcomes(cases: list[Case], outputs: list, expected: list, passes) -> dict:
+    """``{(graded case's name, feature): (passed, intervention case)}`` of the cases marked
+    :data:`PROBE`, by ``passes(case, output, expected)``."""
+    found = {}
+    for case, got, want in zip(cases, outputs, expected):
+        marked = (case.features or {}).get(PROBE)
+        if marked:
+            found[tuple(marked)] = (passes(case, got, want), case)
+    return found
+
+
+def _error(output) -> CaseError | None:
+    return output if isinstance(output, CaseError) else None
+
+
+def _inert(case: Case) -> bool:
+    return case.driver.endswith("_raises") or bool((case.features or {}).get(INERT))
+
+
+def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, named: set,
+             probes: dict | None = None) -> list[str]:
+    """What interventions and minimal pairs show about the failing cases no known bug explains
+    (``named``). With interventions (``probes``: a failing case's copy with one feature changed,
+    run on the learner's code), a feature is blamed only where its copy passes: the outcome
+    flips with that feature alone. Without them, a feature in which such a case differs from a
+    passing case alone (never one that must raise or runs nothing of the learner's) names it.
+    Each sentence names the assumption when the failing case raised at a line of the learner's.
+    Without either, which features those failing cases share."""
+    features = [{k: v for k, v in (c.features or {}).items() if k not in RESERVED} for c in cases]
     failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
-    passing = [i for i, ok in enumerate(passed) if ok]
+    every_failing = [i for i, ok in enumerate(passed) if not ok]  # "Correct on G": none of them has G
+    passing = [i for i, ok in enumerate(passed) if ok and not _inert(cases[i])]
+    probes = probes or {}
+    out = []
+    if probes:
+        flips: dict = {}  # feature -> [(failing case, intervention case)] where the outcome flips
+        for f in failing:
+            for feature in features[f]:
+                ok, probe = probes.get((cases[f].name, feature), (False, None))
+                if ok:
+                    flips.setdefault(feature, []).append((f, probe))
+        for feature, found in list(flips.items())[:3]:
+            f, probe = found[0]
+            # "Correct on G" only where no failing case has G itself (an in-place write at angle 0
+            # changes nothing, yet the code is not right at offset 0): else what the one case shows.
+            if _fails_on(features, every_failing, feature, {p.features[feature] for _, p in found}):
+                out.append(f"Changing the {feature} alone changes the outcome, though not every failing case "
+                           f"differs there: {cases[f].name!r} fails with {features[f][feature]} and passes with its "
+                           f"{feature} alone changed to {probe.features[feature]}.")
+                continue
+            bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found)), "or")
+            good = _listed(list(dict.fromkeys(p.features[feature] for _, p in found)), "or")
+            first_bad = features[f][feature]
+            hint = hints.get(first_bad) or hints.get(feature) or ""
+            raised = _raised_at(_error(outputs[f]))
+            if raised:  # the values with which it raises the same, at the same line
+                bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found
+                                                 if _raised_at(_error(outputs[g])) == raised)), "or")
+                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, and the same case with "
+                           f"{good} instead passes ({cases[f].name!r}, {feature} alone changed)"
+                           + (f"; {hint}." if hint else "."))
+            else:
+                out.append(f"Correct on {good}; fails on {bad}: {cases[f].name!r} fails and passes with its "
+                           f"{feature} alone changed to {good}" + (f": {hint}." if hint else "."))
+        if out:
+            return out
     pairs: dict = {}  # feature -> [(passing case, failing case)], in the order found
     for f in failing:
         for p in passing:
             if not features[f] or set(features[f]) != set(features[p]):
                 continue
             differ = [k for k in features[f] if features[f][k] != features[p][k]]
-            if len(differ) == 1:
+            if len(differ) == 1 and not _probed(probes, cases[f].name, differ[0]):
                 pairs.setdefault(differ[0], []).append((p, f))
+    pairs = {k: found for k, found in pairs.items()
+             if not _fails_on(features, every_failing, k, {features[p][k] for p, _ in found})}
     if pairs:
-        out = []
         for feature, found in list(pairs.items())[:3]:
             p, f = found[0]
             bad = features[f][feature]
@@ -59,10 +130,13 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
                 out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
                            f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
         return out
+    # Only where some passing case ran the learner's code (a case that must raise passes without
+    # it); "no passing case has" is then checked against every passing case.
     if not failing or not passing or not all(features[i] for i in failing):
         return []
+    every = [i for i, ok in enumerate(passed) if ok]
     shared = [v for k, v in features[failing[0]].items()
-              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in passing)]
+              if all(features[i].get(k) == v for i in failing) and not any(features[i].get(k) == v for i in every)]
     if not shared:
         return []
     which = "Every failing case" if not named else "Every failing case no known bug above explains"
@@ -70,13 +144,31 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             f"failing case in a single feature, so these cases do not tell which one matters."]
 
 
-def by_part(cases: list[Case], passed: list[bool]) -> str:
+def _fails_on(features: list[dict], failing: list[int], feature: str, good: set) -> bool:
+    """Whether some failing case has one of the ``good`` values of ``feature``."""
+    return any(features[i].get(feature) in good for i in failing)
+
+
+def _probed(probes: dict, name: str, feature: str) -> bool:
+    """Whether an intervention on ``feature`` of case ``name`` ran (and, having come here, did
+    not flip the outcome): then no pair may blame that feature either."""
+    return (name, feature) in probes
+
+
+def by_part(cases: list[Case], passed: list[bool], probes: dict | None = None) -> str:
     """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
-    the learner's code they check (``features["part"]``), in the order first met."""
+    the learner's code they check (``features["part"]``), in the order first met. A failing case
+    whose copy without another part's input passes (an intervention on the feature named for
+    that part: a masks case's head_mask) counts against that part, not its own."""
     parts: dict = {}
+    names = {(c.features or {}).get("part") for c in cases} - {None}
     for case, ok in zip(cases, passed):
-        if (case.features or {}).get("part"):
-            parts.setdefault(case.features["part"], []).append(ok)
+        part = (case.features or {}).get("part")
+        if part and not ok:
+            part = next((f for (name, f), (flipped, _) in (probes or {}).items()
+                         if name == case.name and flipped and f in names), part)
+        if part:
+            parts.setdefault(part, []).append(ok)
     if not parts or all(all(oks) for oks in parts.values()):
         return ""
     words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"

@@ -42,14 +42,20 @@ and, for a new chapter module, add its one import line below. The id must be a r
 (its module, chapter and points: the one place an exercise is declared).
 
 Each case says what its inputs are in ``features`` (the same keys for every case of the exercise,
-each value worded as a condition: ``{"lengths": "Lq = Lk", "dtype": "float32"}``), and
-``Exercise.hints`` says what the code must do where a feature takes a value (keyed by the value
-or the feature). The feedback names a feature as a cause only from a *minimal pair*: a failing
-case and a passing one that differ in that feature alone ("Correct on Lq = Lk; fails on Lq <
-Lk, other features the same: ..."; "Your code assumes Lq = Lk: with Lq < Lk it raises ... at layer.py line
-12" when the failing case raised). So build the cases in pairs: for every feature a hint names,
-a case that differs from a simpler one in that feature only (``tests/test_feedback_truth.py``
-checks it). A known bug's diagnosis is stated only where the learner's output is the bug's and
+each value worded as a condition and computed from the case's own arguments:
+``{"lengths": "Lq = Lk", "dtype": "float32"}``), and ``Exercise.hints`` says what the code must
+do where a feature takes a value (keyed by the value or the feature). The feedback names a
+feature as a cause only where changing it alone changes the outcome. Best, an *intervention*:
+after a case, its copy with one argument changed toward the simplest case
+(``cases.intervention``, or the chapter's own builder, marked ``scoring.PROBE``), run on the
+learner's code and never graded; the cause is stated only when the copy passes ("Correct on B =
+1; fails on B > 1: 'greedy, B = 3' fails and passes with its batch alone changed to B = 1").
+Else a *minimal pair*: a failing case and a passing one that differ in that feature alone
+("Correct on Lq = Lk; fails on Lq < Lk, other features the same: ..."; "Your code assumes Lq =
+Lk: with Lq < Lk it raises ... at layer.py line 12" when the failing case raised). A case that
+must raise, or runs none of the learner's arithmetic (``scoring.INERT``: zero new tokens), is
+never the passing side. So build the cases in pairs: for every feature a hint names, a case that
+differs from a simpler one in that feature only (``tests/test_feedback_truth.py`` checks it). A known bug's diagnosis is stated only where the learner's output is the bug's and
 no case contradicts it (``scoring.stated_diagnoses``): a learner right where the bug is wrong is
 not told the bug, so write each way of writing a mistake as its own variant.
 

@@ -73,6 +73,11 @@ def softmax_global_sum(x, axis=-1):
     return e / e.sum()
 
 
+def softmax_subtracts_sum(x, axis=-1):  # a learner's: the normalisation as a shift, as for the max
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e - e.sum(axis=axis, keepdims=True)
+
+
 SOFTMAX = Exercise(
     id="softmax",
     cases=softmax_cases,
@@ -94,6 +99,8 @@ SOFTMAX = Exercise(
             softmax_axis_0,
         "your output matches softmax shifted by the max of the whole array instead of each row's max "
         "(rows far below it underflow to 0/0)": softmax_global_max,
+        "your output matches softmax with the row's sum subtracted from exp instead of dividing exp by it: "
+        "normalise with e / e.sum(axis, keepdims=True)": softmax_subtracts_sum,
         "your output matches softmax normalised by the sum of the whole array instead of each row's sum":
             softmax_global_sum,
     },
@@ -225,6 +232,22 @@ def attention_filled_with_large_negative(q, k, v, mask=None):
     return _attention(q, k, v, mask, weights_of=_filled_with(-1e6))
 
 
+def attention_scale_multiplies(q, k, v, mask=None):
+    return _attention(q, k, v, mask, scale=1 / math.sqrt(q.shape[-1]))
+
+
+def attention_scaled_by_queries(q, k, v, mask=None):  # q.shape[-2] where q.shape[-1] was meant
+    return _attention(q, k, v, mask, scale=math.sqrt(q.shape[-2]))
+
+
+def attention_causal_when_unmasked(q, k, v, mask=None):
+    """A learner's: a causal mask applied where no mask is given (the decoder's habit)."""
+    if mask is None:
+        lq, lk = q.shape[-2], k.shape[-2]
+        mask = np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq)
+    return _attention(q, k, v, mask)
+
+
 def attention_without_max_subtraction(q, k, v, mask=None):
     def weights_of(scores, mask):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -264,6 +287,12 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
         "(they must be all zero)": attention_filled_with_minus_inf,
         "your output matches attention with masked scores filled with a large negative number: fully "
         "masked rows get uniform weights (they must be all zero)": attention_filled_with_large_negative,
+        "your output matches attention with the scores multiplied by sqrt(d_k): divide them by it":
+            attention_scale_multiplies,
+        "your output matches attention scaled by the square root of the number of queries (q.shape[-2]): "
+        "the scale is sqrt(d_k), q.shape[-1]": attention_scaled_by_queries,
+        "your output matches attention with a causal mask where none is given: without a mask every query "
+        "attends to every key": attention_causal_when_unmasked,
         "your output matches attention with a softmax that does not subtract the max (exp overflows on "
         "large scores)": attention_without_max_subtraction,
     },

@@ -1,10 +1,13 @@
 """Building blocks for the chapters' cases: tolerances, seeded inputs, a ``call`` case."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from solutions.masking import causal_mask as reference_causal_mask
 
+from ...scoring import PROBE
 from ...spec import Case
 
 # How close the learner's floats must be to the reference's, per dtype, as |got - expected|
@@ -51,6 +54,15 @@ def call_case(name, function, args, kwargs=None, *, returns=("out",), sizes=None
         inputs["peak_memory"] = True
     return Case(name=name, driver="call", inputs=inputs, weight=weight, properties=tuple(properties), rung=rung,
                 features=dict(features or {}), **tol)
+
+
+def intervention(case: Case, feature: str, value: str, *, drop=(), **changes) -> Case:
+    """``case`` with one feature changed to ``value`` (inputs ``drop``-ped or changed to match), run
+    on the learner's code only to word a cause: its outcome is never graded (``scoring.PROBE``)."""
+    inputs = {k: v for k, v in case.inputs.items() if k not in drop}
+    inputs.update(changes)
+    features = {**case.features, feature: value, PROBE: [case.name, feature]}
+    return dataclasses.replace(case, inputs=inputs, features=features)
 
 
 def raises_case(name, function, args, kwargs=None, *, sizes=None, rung=0, features=None,

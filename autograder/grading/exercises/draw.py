@@ -14,12 +14,15 @@ the shipped outputs would pass it. Two guarantees, one by construction and one c
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import numpy as np
 
+from ...scoring import PROBE
 from ...selfcheck import PUBLIC_SEED
 from ...spec import Case, Exercise
+from .cases import TOLERANCE
 
 PUBLIC, GRADING = 0x5055424C, 0x47524144  # "PUBL", "GRAD": the streams' tags, never equal
 ATTEMPTS = 50
@@ -61,6 +64,33 @@ def fingerprint(case: Case) -> str:
     return h.hexdigest()
 
 
+def _float64(value):
+    if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        return value.astype(np.float64)
+    if isinstance(value, list):
+        return [_float64(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _float64(v) for k, v in value.items()}
+    return value
+
+
+def with_interventions(cases: list[Case]) -> list[Case]:
+    """``cases`` with, after each float32 case of the generic ``call`` driver that has none on its
+    dtype, its copy in float64 (the same values cast, float64's tolerance): whether the dtype alone
+    makes the case fail is then seen, not guessed from another case."""
+    out = []
+    probed = {tuple(c.features[PROBE]) for c in cases if PROBE in c.features}
+    for case in cases:
+        out.append(case)
+        if (case.driver == "call" and case.features.get("dtype") == "float32" and PROBE not in case.features
+                and (case.name, "dtype") not in probed and not case.inputs.get("peak_memory")):
+            inputs = {**case.inputs, "args": _float64(case.inputs["args"]), "kwargs": _float64(case.inputs["kwargs"])}
+            out.append(dataclasses.replace(case, inputs=inputs, **TOLERANCE["float64"],
+                                           features={**case.features, "dtype": "float64",
+                                                     PROBE: [case.name, "dtype"]}))
+    return out
+
+
 _PUBLIC: dict = {}
 
 
@@ -68,7 +98,8 @@ def public_cases(exercise: Exercise) -> list[Case]:
     """The practice cases the release ships (drawn once per process)."""
     hit = _PUBLIC.get(exercise.id)
     if hit is None or hit[0] is not exercise:
-        hit = _PUBLIC[exercise.id] = (exercise, exercise.cases(rng(PUBLIC_SEED, exercise.id, public=True)))
+        hit = _PUBLIC[exercise.id] = (exercise, with_interventions(
+            exercise.cases(rng(PUBLIC_SEED, exercise.id, public=True))))
     return hit[1]
 
 
@@ -76,8 +107,10 @@ def grading_cases(exercise: Exercise, seed: int) -> list[Case]:
     """The hidden cases of ``seed``: none has the inputs of a public case."""
     public = {fingerprint(c) for c in public_cases(exercise)}
     for attempt in range(ATTEMPTS):
-        cases = exercise.cases(rng(seed, exercise.id, attempt=attempt))
-        if not any(fingerprint(c) in public for c in cases):
+        cases = with_interventions(exercise.cases(rng(seed, exercise.id, attempt=attempt)))
+        # An intervention (a graded case's copy with one argument changed) earns nothing: it may
+        # be a public case's inputs; what it words is true of the code whatever it is.
+        if not any(fingerprint(c) in public for c in cases if PROBE not in c.features):
             return cases
     raise RuntimeError(f"{exercise.id}: {ATTEMPTS} draws of seed {seed} all share inputs with the public "
                        "cases; its cases must draw more of their inputs from the stream")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import torch
 
+from ...scoring import INERT, PROBE
 from ...spec import Case, Exercise
 from .cases import randn
 
@@ -21,34 +22,62 @@ def _lm_state(rng, vocab, width, layers, positions):
     return state
 
 
+def _decoding(temperature):
+    return ("greedy (temperature 0)" if not temperature else "sampled at temperature 1" if temperature == 1
+            else "sampled at a temperature other than 1")
+
+
 def generate_cases(rng):
     V, E, H, layers, P = int(rng.integers(9, 14)), 12, 3, 1, 64
 
-    def case(name, batch, length, new, temperature=0.0, use_cache=True, rung=1):
-        features = {"decoding": ("greedy (temperature 0)" if not temperature else "sampled at temperature 1"
-                                 if temperature == 1 else "sampled at a temperature other than 1"),
+    def case(name, prompt, new, temperature=0.0, use_cache=True, rung=1, state=None, seed=None, of=None):
+        batch, length = prompt.shape
+        # Computed from the inputs: every argument of the call is one feature's, so a pair (or an
+        # intervention) differs in what it names alone.
+        features = {"decoding": _decoding(temperature),
                     "cache": "with the cache" if use_cache else "without the cache",
                     "batch": "B = 1" if batch == 1 else "B > 1",
                     "prompt": "a prompt of one token" if length == 1 else "a prompt of several tokens",
                     "new tokens": "zero new tokens" if new == 0 else "new tokens"}
-        inputs = dict(state=_lm_state(rng, V, E, layers, P), num_heads=H,
-                      prompt=rng.integers(0, V, (batch, length)).astype(np.int64), max_new_tokens=int(new),
-                      temperature=float(temperature), use_cache=use_cache,
-                      seed=int(rng.integers(0, 2**31)) if temperature else None,
+        if new == 0:  # the model is never called: it passes whatever the decoding loop does
+            features[INERT] = True
+        if of:
+            features[PROBE] = list(of)
+        inputs = dict(state=_lm_state(rng, V, E, layers, P) if state is None else state, num_heads=H,
+                      prompt=prompt, max_new_tokens=int(new), temperature=float(temperature), use_cache=use_cache,
+                      seed=(int(rng.integers(0, 2**31)) if seed is None else seed) if temperature else None,
                       sizes={"B": batch, "L + max_new_tokens": length + new})
         return Case(name=name, driver="generate_run", inputs=inputs, rung=rung, rtol=0.0, atol=0.0,
                     features=features)
 
+    def probed(name, batch, length, new, temperature=0.0, use_cache=True, rung=1):
+        """The case, then its interventions: a copy with one argument changed toward the simplest
+        case (the same weights, prompt rows and seed), run only to word a cause."""
+        main = case(name, rng.integers(0, V, (batch, length)).astype(np.int64), new, temperature, use_cache, rung)
+        given = main.inputs
+        same = dict(state=given["state"], seed=given["seed"], rung=rung)
+        out = [main]
+        if temperature:
+            out.append(case(name, given["prompt"], new, 1.0 if temperature != 1 else 0.0, use_cache,
+                            of=(name, "decoding"), **same))
+        # A sampled case's other copies would sample fewer or other draws, and may pass by chance:
+        # only its decoding is changed.
+        if use_cache and not temperature:
+            out.append(case(name, given["prompt"], new, temperature, False, of=(name, "cache"), **same))
+        if batch > 1 and not temperature:
+            out.append(case(name, given["prompt"][:1], new, temperature, use_cache, of=(name, "batch"), **same))
+        return out
+
     return [
-        case("greedy, without the cache, B = 1", 1, int(rng.integers(3, 6)), 3, use_cache=False, rung=0),
-        case("greedy, with the cache, B = 1", 1, int(rng.integers(3, 6)), 4, rung=0),
-        case("greedy, with the cache, B = 3", 3, int(rng.integers(4, 7)), 4),
-        case("greedy, with the cache, a prompt of one token", 2, 1, 5),
-        case("greedy, without the cache, B = 2", 2, int(rng.integers(2, 5)), 4, use_cache=False),
-        case("zero new tokens", 2, 4, 0),
-        case("sampled at temperature 1, with the cache", 3, int(rng.integers(2, 5)), 5, temperature=1.0, rung=2),
-        case("sampled at temperature 0.6, without the cache", 2, 3, 4, temperature=0.6, use_cache=False, rung=2),
-        case("sampled at temperature 1.8, with the cache", 4, 2, 5, temperature=1.8, rung=2),
+        *probed("greedy, without the cache, B = 1", 1, int(rng.integers(3, 6)), 3, use_cache=False, rung=0),
+        *probed("greedy, with the cache, B = 1", 1, int(rng.integers(3, 6)), 4, rung=0),
+        *probed("greedy, with the cache, B = 3", 3, int(rng.integers(4, 7)), 4),
+        *probed("greedy, with the cache, a prompt of one token", 2, 1, 5),
+        *probed("greedy, without the cache, B = 2", 2, int(rng.integers(2, 5)), 4, use_cache=False),
+        *probed("zero new tokens", 2, 4, 0),
+        *probed("sampled at temperature 1, with the cache", 3, int(rng.integers(2, 5)), 5, temperature=1.0, rung=2),
+        *probed("sampled at temperature 0.6, without the cache", 2, 3, 4, temperature=0.6, use_cache=False, rung=2),
+        *probed("sampled at temperature 1.8, with the cache", 4, 2, 5, temperature=1.8, rung=2),
     ]
 
 

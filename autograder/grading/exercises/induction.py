@@ -2,11 +2,13 @@
 other checks: ``positions.py``, ``generation.py``."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
 from ...spec import Exercise
-from .cases import call_case, raises_case
+from .cases import TOLERANCE, call_case, intervention, raises_case
 
 def _causal_weights(rng, shape, sharp=False, dtype="float64"):
     """Random attention weights ``(..., L, L)``: rows sum to one over the keys j <= i."""
@@ -30,21 +32,35 @@ def induction_cases(rng):
         named = {1: "period 1", 2: "period 2", length - 1: "period L - 1", length / 2: "period L / 2 (one repeat)"}
         features = {"leading axes": INDUCTION_AXES[len(shape)], "dtype": dtype,
                     "period": named.get(period, "another period (3 to L - 2, not L / 2)")}
-        return call_case(name, "induction_score", [_causal_weights(rng, shape, dtype=dtype), int(period)],
-                         sizes=sizes, dtype=dtype, properties=("inputs_unchanged",), as_tensors=True, rung=rung,
-                         features=features)
+        weights = _causal_weights(rng, shape, dtype=dtype)
+        main = call_case(name, "induction_score", [weights, int(period)], sizes=sizes, dtype=dtype,
+                         properties=("inputs_unchanged",), as_tensors=True, rung=rung, features=features)
+        # Its interventions: the same weights with one argument changed toward the simplest case.
+        out = [main]
+        if features["period"] != "another period (3 to L - 2, not L / 2)" and length > 6 and length / 2 != 3:
+            out.append(intervention(main, "period", "another period (3 to L - 2, not L / 2)",
+                                    args=[weights, 3]))
+        if dtype == "float32":
+            out.append(dataclasses.replace(intervention(main, "dtype", "float64", args=[weights.astype("float64"),
+                                                                                       int(period)]),
+                                           **TOLERANCE["float64"]))
+        if len(shape) < 4:
+            four = (1,) * (4 - len(shape)) + tuple(shape)
+            out.append(intervention(main, "leading axes", INDUCTION_AXES[4], args=[weights.reshape(four), int(period)],
+                                    sizes=dict(zip(("B", "H", "L", "L (keys)"), map(int, four)))))
+        return out
 
     B, H = int(rng.integers(2, 4)), int(rng.integers(3, 6))
     L = int(rng.integers(14, 20))
     return [
-        case("(L, L), period L / 2", (2 * (L // 2), 2 * (L // 2)), L // 2, rung=0, labels=("L", "L (keys)")),
-        case("(B, H, L, L), period L / 2", (B, H, 2 * (L // 2), 2 * (L // 2)), L // 2, rung=0),
-        case("(B, H, L, L), float32", (B, H, L, L), int(rng.integers(4, L - 2)), dtype="float32"),
-        case("(B, H, L, L), period 3", (B, H, L, L), 3),
-        case("(H, L, L), period 3", (H, L, L), 3, labels=("H", "L", "L (keys)")),
-        case("(B, H, L, L), period 1", (B, H, L, L), 1),
-        case("(B, H, L, L), period L - 1", (B, H, L, L), L - 1),
-        case("(B, H, L, L), period 2", (B, H, L + 3, L + 3), 2),
+        *case("(L, L), period L / 2", (2 * (L // 2), 2 * (L // 2)), L // 2, rung=0, labels=("L", "L (keys)")),
+        *case("(B, H, L, L), period L / 2", (B, H, 2 * (L // 2), 2 * (L // 2)), L // 2, rung=0),
+        *case("(B, H, L, L), float32", (B, H, L, L), int(rng.integers(4, L - 2)), dtype="float32"),
+        *case("(B, H, L, L), period 3", (B, H, L, L), 3),
+        *case("(H, L, L), period 3", (H, L, L), 3, labels=("H", "L", "L (keys)")),
+        *case("(B, H, L, L), period 1", (B, H, L, L), 1),
+        *case("(B, H, L, L), period L - 1", (B, H, L, L), L - 1),
+        *case("(B, H, L, L), period 2", (B, H, L + 3, L + 3), 2),
         raises_case("(B, H, L, L), period L", "induction_score", [_causal_weights(rng, (B, H, L, L)), L],
                     sizes={"B": B, "H": H, "L": L, "L (keys)": L}, rung=2, as_tensors=True,
                     features={"leading axes": INDUCTION_AXES[4], "dtype": "float64", "period": "period L"}),

@@ -11,7 +11,7 @@ from torch import nn
 from solutions.layer import MultiHeadAttention as ReferenceLayer
 
 from ...spec import Case, Exercise
-from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, randn
+from .cases import GRAD_TOLERANCE, LINEAR_HINT, LINEAR_TYPES, TOLERANCE, intervention, randn
 from .layer import LAYER_PROPERTIES, layer_masks
 
 # --- MultiHeadAttention (PyTorch) --------------------------------------------------------------
@@ -111,9 +111,16 @@ def layer_cases(rng):
         case("from_torch, kdim and vdim, Lq < Lk, no bias, padding mask (B, 1, Lk)", "from_torch", "mha_from_torch",
              widths="kdim, vdim != E", lengths="Lq < Lk", bias=False, mask=padding,
              mask_words="a padding mask (B, 1, Lk)", check="from_torch"),
-        case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk), head_mask", "masks", widths="kdim, vdim != E",
-             lengths="Lq < Lk", mask=causal_, mask_words="a causal mask (Lq, Lk)", head_mask=head_mask),
+        *_with_head_mask_apart(case("kdim, vdim != E, Lq < Lk, causal mask (Lq, Lk), head_mask", "masks",
+                                    widths="kdim, vdim != E", lengths="Lq < Lk", mask=causal_,
+                                    mask_words="a causal mask (Lq, Lk)", head_mask=head_mask)),
     ]
+
+
+def _with_head_mask_apart(case):
+    """The case, then its copy without the head_mask: a failure there that the copy does not have
+    is the head_mask's, not the masks' (``scoring.summary.by_part``)."""
+    return [case, intervention(case, "head_mask", "no head_mask", drop=("head_mask",))]
 
 
 _RUNGS = {"forward": 0, "dropout": 0, "head_mask": 0, "masks": 0, "projections and shapes": 1, "from_torch": 2}
@@ -128,6 +135,7 @@ class _Layer(ReferenceLayer):
     fill = "min"  # the dtype's lowest value; "-inf" for the NaN bug
     zero_masked = True  # set fully masked rows (and masked keys) to exactly 0 after the softmax
     values_from_keys = False
+    keys_with_w_q = False
     output_projection = True
     use_head_mask = True
     split_without_transpose = False
@@ -140,7 +148,7 @@ class _Layer(ReferenceLayer):
         return super()._split(x)
 
     def forward(self, query, key, value, mask=None, head_mask=None):
-        q, k = self._split(self.W_q(query)), self._split(self.W_k(key))  # (B, H, L, d)
+        q, k = self._split(self.W_q(query)), self._split((self.W_q if self.keys_with_w_q else self.W_k)(key))
         v = k if self.values_from_keys else self._split(self.W_v(value))
         scores = q @ k.transpose(-2, -1) / self.scale(q.shape[-1], self.num_heads * q.shape[-1])
         if mask is not None:
@@ -265,6 +273,8 @@ MULTI_HEAD_ATTENTION_LAYER = Exercise(
         "your layer is missing the output projection W_o": _bug("NoOutputProjection", output_projection=False),
         "your layer uses the key projection for the values: the values are W_v(value)":
             _bug("ValuesFromKeys", values_from_keys=True),
+        "your layer projects the keys with W_q: they go through W_k (whose input width is kdim; W_q takes E, so "
+        "with kdim != E your call cannot even run)": _bug("KeysWithWq", keys_with_w_q=True),
         "your layer splits the heads with a reshape/view but no transpose: positions get mixed into heads":
             _bug("SplitWithoutTranspose", split_without_transpose=True),
         "your layer ignores head_mask: it must scale each head's output before W_o":

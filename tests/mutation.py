@@ -1,0 +1,305 @@
+"""Mutants nobody wrote by hand: small AST edits of ``solutions/``, graded in process, and every
+sentence of the feedback checked against the mutant (``tests/test_mutants.py`` on a sample,
+``bench/mutants.py`` on all of them).
+
+An edit changes one node of one exercise's own function or class: an arithmetic operator
+swapped (+ -, * /, ** *), a comparison loosened or tightened (< <=, > >=, == !=), an integer
+off by one, a float doubled, a negation dropped, a call that transposes, scales or
+exponentiates dropped for its first argument, an axis keyword moved, keepdims turned off.
+A mutant that cannot be compiled or imported is skipped; every other one is graded by
+``judge.judge_in_process`` (trusted code: our own solutions, edited).
+
+:func:`false_sentences` re-checks what the feedback claims, from the outputs themselves:
+
+* a named diagnosis: on each case it is attached to, the mutant's output is one of that bug's
+  ways of writing it, and the mutant passes no case where that way shows;
+* an intervention ("... passes with its F alone changed to G"): the named case fails, its copy
+  with F changed passes;
+* a minimal pair ("... other features the same ('a' fails, 'b' passes)"): a fails, b passes,
+  b runs the code under test, and their features differ in the one named;
+* "Correct on G" (a pair's or an intervention's): no failing case has G;
+* a mutant with full marks gets no diagnosis and no summary.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import re
+import signal
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from autograder import scoring
+from autograder.grading import judge
+from autograder.grading.exercises import EXERCISES
+from autograder.spec import MODULE_OF, CaseError
+
+ROOT = Path(__file__).resolve().parents[1]
+DROPPED_CALLS = {"swapaxes", "transpose", "sqrt", "exp", "softmax", "masked_softmax", "contiguous", "float",
+                 "clone", "copy", "astype", "to", "flatten", "reshape", "view"}
+AXIS_WORDS = {"axis", "dim"}
+
+
+@dataclass
+class Mutant:
+    exercise: str
+    what: str  # "line 12: + -> -"
+    implementation: object
+
+
+class _Edit(ast.NodeTransformer):
+    """Applies the ``target``-th possible edit (counting in visiting order); counts them all."""
+
+    def __init__(self, target: int):
+        self.target, self.seen, self.what = target, 0, ""
+
+    def _take(self, node, replacement, words):
+        here = self.seen == self.target
+        self.seen += 1
+        if here:
+            self.what = f"line {getattr(node, 'lineno', '?')}: {words}"
+            return replacement
+        return None
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        swaps = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
+                 ast.FloorDiv: ast.Div}
+        new = swaps.get(type(node.op))
+        if new is None:
+            return node
+        done = self._take(node, ast.BinOp(node.left, new(), node.right),
+                          f"{type(node.op).__name__} -> {new.__name__}")
+        return done or node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        swaps = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+                 ast.NotEq: ast.Eq}
+        new = swaps.get(type(node.ops[0]))
+        if new is None:
+            return node
+        done = self._take(node, ast.Compare(node.left, [new(), *node.ops[1:]], node.comparators),
+                          f"{type(node.ops[0]).__name__} -> {new.__name__}")
+        return done or node
+
+    def visit_Constant(self, node):
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return node
+        if isinstance(value, int):
+            done = self._take(node, ast.Constant(value + 1), f"{value} -> {value + 1}")
+            return done or self._take(node, ast.Constant(value - 1), f"{value} -> {value - 1}") or node
+        return self._take(node, ast.Constant(value * 2), f"{value} -> {value * 2}") or node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
+            return self._take(node, node.operand, "-x -> x") or node
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in DROPPED_CALLS:
+            first = node.args[0] if node.args and not isinstance(node.func, ast.Attribute) else (
+                node.func.value if isinstance(node.func, ast.Attribute) and name not in ("sqrt", "exp", "softmax",
+                                                                                            "masked_softmax")
+                else node.args[0] if node.args else None)
+            if first is not None:
+                done = self._take(node, first, f"{name}(...) dropped")
+                if done is not None:
+                    return done
+        for i, kw in enumerate(node.keywords):
+            if kw.arg in AXIS_WORDS and isinstance(kw.value, (ast.Constant, ast.UnaryOp)):
+                moved = copy.copy(node)
+                moved.keywords = [*node.keywords[:i], ast.keyword(kw.arg, ast.Constant(0)), *node.keywords[i + 1:]]
+                done = self._take(node, moved, f"{kw.arg}=... -> {kw.arg}=0")
+                if done is not None:
+                    return done
+            if kw.arg == "keepdims":
+                dropped = copy.copy(node)
+                dropped.keywords = [k for k in node.keywords if k is not kw]
+                done = self._take(node, dropped, "keepdims dropped")
+                if done is not None:
+                    return done
+        return node
+
+
+def _owner(tree: ast.Module, name: str):
+    return next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
+
+
+def _load(module: str, tree: ast.Module, name: str):
+    """The exercise's object from ``tree`` run as a module of the ``solutions`` package."""
+    mod = types.ModuleType(f"solutions._mutant_{module}")
+    mod.__package__ = "solutions"
+    mod.__file__ = str(ROOT / "solutions" / f"{module}.py")
+    exec(compile(ast.fix_missing_locations(tree), mod.__file__, "exec"), mod.__dict__)  # noqa: S102  our own code
+    return getattr(mod, name)
+
+
+def mutants(exercise_id: str) -> list[Mutant]:
+    """Every mutant of ``exercise_id``'s function or class in ``solutions/`` that imports."""
+    module = MODULE_OF[exercise_id]
+    source = (ROOT / "solutions" / f"{module}.py").read_text()
+    counter = _Edit(-1)
+    counter.visit(_owner(ast.parse(source), exercise_id))
+    found = []
+    for target in range(counter.seen):
+        tree = ast.parse(source)
+        edit = _Edit(target)
+        owner = _owner(tree, exercise_id)
+        tree.body[tree.body.index(owner)] = edit.visit(owner)
+        try:
+            found.append(Mutant(exercise_id, edit.what, _load(module, tree, exercise_id)))
+        except Exception:  # an edit that does not compile or import is no mutant
+            continue
+    return found
+
+
+def sample(exercise_ids, per_exercise: int) -> list[Mutant]:
+    """A fixed sample: per exercise, the mutants whose description hashes lowest (the same on
+    every run and machine, and spread over the operators)."""
+    chosen = []
+    for exercise_id in exercise_ids:
+        every = mutants(exercise_id)
+        every.sort(key=lambda m: hashlib.sha256(f"{m.exercise}:{m.what}".encode()).hexdigest())
+        chosen += every[:per_exercise]
+    return chosen
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def grade(mutant: Mutant, seconds: int = 20):
+    """``(result, cases, outputs)`` of the mutant, or None when it runs longer than ``seconds``
+    (an edited loop bound may never end)."""
+    exercise = EXERCISES[mutant.exercise]
+
+    def stop(signum, frame):
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        cases = judge.in_process_cases(exercise)
+        ns = judge.reference.namespace({exercise.id: mutant.implementation})
+        outputs = []
+        for case in cases:
+            try:
+                with np.errstate(all="ignore"):
+                    outputs.append(judge.run_driver(case, ns))
+            except _TooSlow:
+                raise
+            except Exception as err:  # noqa: BLE001  the mutant's own failure, graded as the pipeline would
+                outputs.append(CaseError("exception", f"{type(err).__name__}: {err}"))
+        result = judge.judge_exercise(exercise, cases, outputs, [])
+    except _TooSlow:
+        return None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return result, cases, outputs
+
+
+def _passes(case, got) -> bool:
+    return scoring._passes(case, got, judge.reference_output(case)) if not isinstance(got, CaseError) else False
+
+
+_INTERVENTION = re.compile(r"'(?P<name>[^']+)' fails(?P<local> with [^:']+?)? and passes with its (?P<feature>.+?) "
+                           r"alone changed to ")
+_ASSUMES = re.compile(r"instead passes \('(?P<name>[^']+)', (?P<feature>.+?) alone changed\)")
+_PAIR = re.compile(r"\('([^']+)' fails, '([^']+)' passes\)|\('([^']+)' vs '([^']+)'\)")
+
+
+def false_sentences(mutant: Mutant, graded) -> list[str]:
+    """What the feedback of ``graded`` (:func:`grade`'s) claims about the mutant that is not true."""
+    result, cases, outputs = graded
+    exercise = EXERCISES[mutant.exercise]
+    graded_at = [i for i, c in enumerate(cases) if scoring.PROBE not in c.features]
+    by_name = {cases[i].name: i for i in graded_at}
+    probes = {tuple(c.features[scoring.PROBE]): i for i, c in enumerate(cases) if scoring.PROBE in c.features}
+    passed = {i: _passes(cases[i], outputs[i]) for i in range(len(cases))}
+    wrong = []
+    if result.score >= result.max_score - 1e-9:
+        if result.feedback or any(r.diagnosis for r in result.cases):
+            wrong.append(f"full marks, yet feedback: {result.feedback!r}")
+        return wrong
+    for row in result.cases:
+        if not row.diagnosis:
+            continue
+        i = by_name[row.name]
+        ways = judge.variants(exercise.bugs[row.diagnosis])
+        expected = judge.reference_output(cases[i])
+        held = False
+        for way in ways:
+            out = judge.bug_output(cases[i], exercise, way)
+            if out is None or not scoring.matches(outputs[i], out, cases[i]):
+                continue
+            # That way shows nowhere the mutant passes.
+            if all(not passed[j] or judge.bug_output(cases[j], exercise, way) is None
+                   or scoring.compare_outputs(judge.bug_output(cases[j], exercise, way),
+                                              judge.reference_output(cases[j]), cases[j], True) is None
+                   for j in graded_at):
+                held = True
+        if not held:
+            wrong.append(f"{row.name!r}: diagnosis {row.diagnosis[:60]!r} is not the mutant's output there "
+                         f"(expected output {'exists' if expected is not None else 'missing'})")
+    failing = [i for i in graded_at if not passed[i]]
+
+    def fails_on(feature, value) -> bool:  # "Correct on <value>" is false when a failing case has it
+        return any(cases[i].features.get(feature) == value for i in failing)
+
+    for pattern in (_INTERVENTION, _ASSUMES):
+        for found in pattern.finditer(result.feedback):
+            name, feature, local = found["name"], found["feature"], found.groupdict().get("local")
+            probe = probes.get((name, feature))
+            if probe is None or passed[by_name[name]] or not passed[probe]:
+                wrong.append(f"intervention on {feature!r} of {name!r} does not flip the outcome")
+            elif not local and fails_on(feature, cases[probe].features[feature]):
+                wrong.append(f"'Correct on {cases[probe].features[feature]}', yet a failing case has it")
+    for found in _PAIR.finditer(result.feedback):
+        bad, good = (found[1], found[2]) if found[1] else (found[3], found[4])
+        f, p = by_name[bad], by_name[good]
+        features = [{k: v for k, v in cases[i].features.items() if k not in scoring.summary.RESERVED} for i in (f, p)]
+        differ = [k for k in features[0] if features[0][k] != features[1].get(k)]
+        if passed[f] or not passed[p] or len(differ) != 1 or scoring.summary._inert(cases[p]):
+            wrong.append(f"pair {bad!r} / {good!r} is no minimal pair of this mutant's outcomes")
+        elif fails_on(differ[0], features[1][differ[0]]):
+            wrong.append(f"'Correct on {features[1][differ[0]]}', yet a failing case has it")
+    return wrong
+
+
+def named(result) -> bool:
+    """Whether the feedback names a cause: a known bug, or a feature blamed by an intervention or a pair."""
+    return any(r.diagnosis for r in result.cases) or bool(
+        re.search(r"Correct on |Your code assumes |alone changes the outcome", result.feedback or ""))
+
+
+def run(chosen: list[Mutant], seconds: int = 20) -> dict:
+    """Grade ``chosen``: per exercise ``{"mutants", "killed", "named", "truly" (named, and no false
+    sentence), "slow", "false": [...], "unnamed": [...]}``."""
+    table: dict = {}
+    for mutant in chosen:
+        row = table.setdefault(mutant.exercise, {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "slow": 0,
+                                                 "false": [], "unnamed": []})
+        row["mutants"] += 1
+        graded = grade(mutant, seconds)
+        if graded is None:
+            row["slow"] += 1
+            continue
+        result, wrong = graded[0], false_sentences(mutant, graded)
+        if result.score < result.max_score - 1e-9:
+            row["killed"] += 1
+            row["named"] += named(result)
+            row["truly"] += named(result) and not wrong  # every sentence of it true
+            if not named(result):
+                row["unnamed"].append(f"{mutant.what}: {result.feedback}")
+        row["false"] += [f"{mutant.what}: {w}" for w in wrong]
+    return table
