@@ -488,9 +488,6 @@ def _split_case_shapes():
     return cases
 
 
-@pytest.mark.xfail(strict=True, reason="autograder/grading/exercises/heads.py names the (2, 5, 4*5) case "
-                   "'(2, 3, 4*5)'; the rename is outside this branch (autograder/ is another worker's): "
-                   "drop this mark with it")
 def test_split_heads_case_names_match_their_shapes():
     """Chapter 3 promises checks on inputs of several shapes; a case named for a shape must have it."""
     named = re.compile(r"\(B, L, H\*d\) = \((\d+), (\d+), (\d+)\*(\d+)\)")

@@ -101,12 +101,12 @@ TABLE = {
     },
     "split_heads": {
         "head ``h`` holds features ``h*d:(h+1)*d``": cases(
-            "float64, (B, L, H*d) = (2, 3, 4*5)", "float32, 2 heads of 6", "head size 1", "more heads than positions",
+            "float64, (B, L, H*d) = (2, 5, 4*5)", "float32, 2 heads of 6", "head size 1", "more heads than positions",
             "one head, float64"),
         "Any number of leading axes": cases("two leading axes (B, C, L, H*d)", "no leading axis: (L, H*d)"),
         "raise ``ValueError`` when it does not divide the last axis": cases("last axis not divisible by num_heads"),
         "same dtype as ``x``": cases("one head, float32", "float32, 2 heads of 6"),
-        "``x`` is left unchanged.": [prop("inputs_unchanged", "float64, (B, L, H*d) = (2, 3, 4*5)")],
+        "``x`` is left unchanged.": [prop("inputs_unchanged", "float64, (B, L, H*d) = (2, 5, 4*5)")],
     },
     "merge_heads": {
         "the inverse of ``split_heads``: head ``h`` fills features ``h*d:(h+1)*d``": cases(

@@ -31,7 +31,7 @@ def split_cases(rng):
     return [
         case("one head, float64", (2,), 4, 1, 3, rung=0),
         case("one head, float32", (3,), 2, 1, 5, "float32", rung=0),
-        case("float64, (B, L, H*d) = (2, 3, 4*5)", (2,), 5, 4, 5),
+        case("float64, (B, L, H*d) = (2, 5, 4*5)", (2,), 5, 4, 5),
         case("float32, 2 heads of 6", (3,), 5, 2, 6, "float32"),
         case("head size 1", (2,), 3, 5, 1, sizes_="d = 1"),
         case("more heads than positions", (1,), 2, 6, 4, sizes_="H > L"),
