@@ -98,7 +98,7 @@ def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path,
     for member in ("0200", "Cy@Example.edu"):
         row = grades[member]
         assert row["total"] == str(FULL) and float(row["final"]) == round(FULL * 0.8, 2)
-        assert row["status"] == "late" and row["late_penalty"] == "1 day 12 hours late: -20% (2 started days)"
+        assert row["status"] == "late" and row["late_penalty"] == "1 day 12 h late: -20% (2 started days at 10% a day)"
         assert row["submitted_at"] == "2026-03-03T11:59:00+00:00"
     assert grades["0300"]["total"] == "0" and grades["0300"]["status"] == "graded"
     # The group was graded once, under its members' names.
