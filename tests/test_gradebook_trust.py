@@ -473,3 +473,97 @@ def test_an_exercise_of_a_misnamed_file_says_so_never_not_attempted():
     assert "| `softmax` | 0/5 | not graded: no attention.py (see hw/atention.py above) |" in text
     assert "| `split_heads` | 0/4 | not attempted |" in text  # heads.py is there: that one was not attempted
     assert text.lower().count("not graded") == 2  # the file's line and its exercise's, each once
+
+
+@pytest.mark.parametrize("column, twin, lines", [
+    ("SIS User ID", Person("Twin, Tom", "21", ADA.sis_user, "tom", "tom@example.edu"), (3, 7)),
+    ("ID", Person("Twin, Tom", ADA.canvas_id, "0900", "tom", "tom@example.edu"), (3, 7)),
+    ("SIS Login ID", Person("Twin, Tom", "21", "0900", BOB.login, "tom@example.edu"), (4, 7)),
+])
+def test_a_person_id_twice_in_the_roster_is_refused_naming_both_rows(tmp_path, monkeypatch, capsys, column, twin,
+                                                                      lines):
+    """A duplicated SIS User ID credited one learner's submission to the other (exit 0)."""
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, twin))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 2 and not out.exists() and len(err.strip().splitlines()) == 1
+    assert f"line {lines[1]} has the {column} " in err and f"of line {lines[0]} ({column})" in err, err
+
+
+@pytest.mark.parametrize("text, why", [
+    ("learner,exercise,points,reason\nada,total,1,5,reason\n",
+     "adjustments.csv, line 2: 5 fields where the header has 4"),
+    ("learner,exercise,points,reason\nada,total,1\n", "adjustments.csv, line 2: 3 fields where the header has 4"),
+    ("learner,exercise,points,reason,note\nada,total,1,x,y\n",
+     "line 1: the header is learner,exercise,points,reason,note; it must be learner,exercise,points,reason"),
+    ("learner,points,exercise,reason\nada,1,total,x\n", "it must be learner,exercise,points,reason"),
+])
+def test_an_adjustments_row_with_a_field_too_many_or_few_is_refused_with_its_line(tmp_path, monkeypatch, capsys,
+                                                                                   text, why):
+    """`jjones9,total,1,5,reason` became +1 with the reason "5"."""
+    download, roster = _class(tmp_path)
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text(text)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 2 and why in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_quoted_reason_may_hold_commas_and_an_extension_row_has_two_fields(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    adjustments, extensions = tmp_path / "adjustments.csv", tmp_path / "extensions.csv"
+    adjustments.write_text('Learner, Exercise ,POINTS,reason\nada,total,1,"late quiz, agreed, by email"\n')
+    extensions.write_text("learner,due_at\ndee,2026-03-04T23:59:00Z,extra\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments), "--extensions", str(extensions))
+    assert status == 2 and "extensions.csv, line 2: 3 fields where the header has 2" in err
+    extensions.write_text("learner,due_at\ndee,2026-03-04T23:59:00Z\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments), "--extensions", str(extensions))
+    assert status == 0, err
+    assert _grades(out)["ada"]["adjustments"] == "total +1: late quiz, agreed, by email"
+    assert "- +1 point on the total: late quiz, agreed, by email" in (out / "feedback" / "ada.md").read_text()
+
+
+def test_the_roster_is_kept_in_out_and_a_rerun_without_it_says_so(tmp_path, monkeypatch, capsys):
+    """A rerun that forgot --roster blamed line 2 of the kept extensions.csv ("not on the roster")."""
+    download, roster = _class(tmp_path)
+    extensions = tmp_path / "extensions.csv"
+    extensions.write_text("learner,deadline\n14,2026-03-04T23:59:00Z\n")  # Dee by her Canvas ID: the roster's only
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--extensions", str(extensions))
+    assert status == 0 and (out / "roster.csv").read_text() == roster.read_text()
+    first = (out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes()
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download)
+    assert status == 0 and f"roster: the one kept from the last run ({out / 'roster.csv'})" in err, err
+    assert ((out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes()) == first
+    # a folder that keeps no roster (an older one): the extension's learner is unknown, and why is said
+    (out / "roster.csv").unlink()
+    status, _, err = _run(tmp_path, monkeypatch, capsys, download)
+    assert status == 2 and "no --roster was given and OUT keeps none" in err
+
+
+def test_tables_go_to_stdout_and_progress_to_stderr(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: planted_grade)
+    out = tmp_path / "out"
+    status = batch.main([str(download), "--out", str(out), "--jobs", "1", "--unconfined", "--roster", str(roster)])
+    said = capsys.readouterr()
+    assert status == 0 and "Class summary" in said.out and "submissions (3 graded" in said.out
+    assert "Class summary" not in said.err and "grading" in said.err
+
+
+def test_progress_json_is_one_event_per_line(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: planted_grade)
+    log = tmp_path / "progress.jsonl"
+    status = batch.main([str(download), "--out", str(tmp_path / "out"), "--jobs", "1", "--unconfined", "--quiet",
+                         "--roster", str(roster), "--progress-json", str(log)])
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert status == 0 and [e["event"] for e in events] == ["start", "graded", "graded", "graded", "end"]
+    assert events[0]["to_grade"] == 3 and [e["done"] for e in events[1:4]] == [1, 2, 3]
+    assert sorted(e["learner"] for e in events[1:4]) == ["ada", "bob+cy", "dee"]
+    assert events[-1]["graded"] == 3
+    status = batch.main([str(download), "--out", str(tmp_path / "out"), "--quiet", "--unconfined",
+                         "--roster", str(roster), "--progress-json"])
+    lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
+    assert status == 0 and [e["event"] for e in lines] == ["start", "end"] and lines[0]["to_grade"] == 0

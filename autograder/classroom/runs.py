@@ -139,14 +139,15 @@ def _reasons(old: dict, row: dict) -> str:
     graded total (a regrade: a new submission, the grader or the options), the late penalty
     (an extension, or the late policy), the adjustments."""
     why = []
+    said = "; ".join(f"{a.exercise} {signed(a.points)}: {a.reason}" for a in row["adjustments"])
+    adjusted = old.get("adjustments", "") != spreadsheet(said)  # an exercise's adjustment moves the total too
     if old.get("submitted_at", "") != row["submitted"]:
         why.append("new submission")
-    elif old.get("total") != points(row["score"]):
+    elif old.get("total") != points(row["score"]) and not adjusted:
         why.append("regrade")
     if old.get("late_penalty", "") != row["late"]:
         why.append("extension" if "extended deadline" in old.get("late_penalty", "") + row["late"] else "late policy")
-    said = "; ".join(f"{a.exercise} {signed(a.points)}: {a.reason}" for a in row["adjustments"])
-    if old.get("adjustments", "") != spreadsheet(said):
+    if adjusted:
         why.append("adjustment")
     return ", ".join(why) or "regrade"
 
