@@ -363,7 +363,7 @@ def _command(download, out, roster, jobs, *options) -> tuple[float, str]:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-    return wall, proc.stderr
+    return wall, proc.stderr + proc.stdout  # warnings on stderr, what the run did on stdout
 
 
 def main(argv: list[str] | None = None) -> int:
