@@ -98,7 +98,8 @@ def _readable_by_everyone(path: Path):
     for p in [path, *path.parents]:
         if p == Path("/"):
             break
-        p.chmod(p.stat().st_mode | 0o755)
+        if p.stat().st_mode & 0o755 != 0o755:  # run as an ordinary user, /tmp (1777) is not ours to chmod
+            p.chmod(p.stat().st_mode | 0o755)
 
 
 # ------------------------------------------------------------------ the API

@@ -32,7 +32,8 @@ then follows from the assignments' ``grades.csv`` and ``canvas.csv``:
   possible under the header.
 
 With ``--shard i/N`` every assignment grades its part only (:mod:`.shards`) and no term file
-is written; ``--merge`` gathers each assignment's parts and writes the term's files. A term
+is written; ``--merge`` gathers each assignment's parts and writes the term's files. The batches run in
+this process: the seed (``--seed-file``) reaches them without ever being on a command line. A term
 file that cannot be used, or an assignment refused, is one line on stderr and exit status 2,
 the term's files left as they were.
 """
@@ -192,6 +193,12 @@ def gradebook_files(out: Path, assignments: list[dict]) -> dict[str, str]:
                 graded, _maximum(folder), a.get("points"))
     wide = io.StringIO()
     w = csv.writer(wide)
+    if args.seed_file:
+        try:
+            args.seed = int(args.seed_file.read_text().strip())
+        except (OSError, ValueError) as err:
+            print(f"mha-grade term: --seed-file {args.seed_file}: not a readable whole number ({err})", file=sys.stderr)
+            return 2
     names = [a["name"] for a in assignments]
     w.writerow([*gradebook.CANVAS_ID_COLUMNS, *names])
     w.writerow(["Points Possible", "", "", "", "", *(possible.get(n, "") for n in names)])
@@ -219,7 +226,11 @@ def parser() -> argparse.ArgumentParser:
     step = p.add_mutually_exclusive_group()
     step.add_argument("--shard", metavar="i/N", help="every assignment: grade part i of N only (batch --shard)")
     step.add_argument("--merge", action="store_true", help="every assignment: gather its parts (mha-grade merge)")
-    p.add_argument("--seed", type=int, help="seed of every assignment (default: each folder's own, drawn once)")
+    seed = p.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=int, help="seed of every assignment (default: each folder's own, drawn once)")
+    seed.add_argument("--seed-file", type=Path, metavar="PATH",
+                      help="read that seed from this file (a Secret's, say): never on a command line, where another "
+                           "process could read it")
     for flag in ("--force", "--quiet", "--unconfined", "--similarity"):
         p.add_argument(flag, action="store_true", help=f"passed to every batch ({flag} there)")
     p.add_argument("--jobs", "-j", type=int, help="passed to every batch")
@@ -235,6 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     except TermError as err:
         print(f"mha-grade term: {err}", file=sys.stderr)
         return 2
+    if args.seed_file:
+        try:
+            args.seed = int(args.seed_file.read_text().strip())
+        except (OSError, ValueError) as err:
+            print(f"mha-grade term: --seed-file {args.seed_file}: not a readable whole number ({err})", file=sys.stderr)
+            return 2
     names = [a["name"] for a in assignments]
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
