@@ -77,7 +77,8 @@ def build(folder: Path, n: int, seed: int = 1) -> Term:
     work = {}
     toml = ['[term]', 'name = "Multi-head attention, spring 2026"', 'roster = "roster.csv"', '']
     for number, (name, chapters, deadline, penalty, cutoff, possible) in enumerate(ASSIGNMENTS, 1):
-        modules = sorted({MODULE_OF[e] for e in exercises_of(chapters)} | {"attention", "masking", "heads"})
+        # every module the assignment's solutions call is handed in (solved or the stub)
+        modules = sorted(_closed({MODULE_OF[e] for e in exercises_of(chapters)} | {"attention", "masking", "heads"}))
         entries = []
         ext_rows, adj_rows = ["learner,deadline"], ["learner,exercise,points,reason"]
         for k, p in enumerate(people):

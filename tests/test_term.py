@@ -16,6 +16,7 @@ import pytest
 import termbuild
 
 from autograder.classroom import shards, term
+from autograder.spec import POINTS
 
 HERE = Path(__file__).resolve().parent
 N = 24
@@ -155,3 +156,13 @@ def test_a_shard_without_a_usable_index_is_refused(given, environ):
 
     with pytest.raises(BatchError):
         shards.parse(given, environ)
+
+
+def test_the_example_term_file_reads_as_its_comments_say():
+    _, assignments = term.read_term(HERE.parent / "examples" / "term.toml")
+    assert [a["name"] for a in assignments] == ["A1 Attention and masks", "A2 Heads", "A3 The layer",
+                                                "A4 Efficient attention"]
+    assert assignments[0]["exercises"] == termbuild.exercises_of((1, 2))
+    assert sum(POINTS[e] for e in assignments[2]["exercises"]) == 22  # "the exercises' own total (22)"
+    assert [a["folder"] for a in assignments] == ["A1-Attention-and-masks", "A2-Heads", "A3-The-layer",
+                                                  "A4-Efficient-attention"]

@@ -193,12 +193,6 @@ def gradebook_files(out: Path, assignments: list[dict]) -> dict[str, str]:
                 graded, _maximum(folder), a.get("points"))
     wide = io.StringIO()
     w = csv.writer(wide)
-    if args.seed_file:
-        try:
-            args.seed = int(args.seed_file.read_text().strip())
-        except (OSError, ValueError) as err:
-            print(f"mha-grade term: --seed-file {args.seed_file}: not a readable whole number ({err})", file=sys.stderr)
-            return 2
     names = [a["name"] for a in assignments]
     w.writerow([*gradebook.CANVAS_ID_COLUMNS, *names])
     w.writerow(["Points Possible", "", "", "", "", *(possible.get(n, "") for n in names)])
