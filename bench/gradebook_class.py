@@ -300,7 +300,8 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
                 wrong.append(f"{login} late wording: {row['late_penalty']!r}")
         elif want["days"]:
             days = want["days"]
-            if f"late: -{min(100, days * PENALTY):g}% ({days} started day{'s' if days > 1 else ''} at {PENALTY:g}% a day" not in \
+            rule = f"({days} started day{'s' if days > 1 else ''} at {PENALTY:g}% a day"
+            if f"late: -{min(100, days * PENALTY):g}% {rule}" not in \
                     row["late_penalty"] or "0.00 days" in row["late_penalty"]:
                 wrong.append(f"{login} late wording: {row['late_penalty']!r} for {days} started days")
         if plan.submission:

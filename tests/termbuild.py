@@ -152,7 +152,8 @@ def expected(term: Term) -> dict:
                 parts = {e: Decimal(POINTS[e]) if MODULE_OF[e] in w.solved else Decimal(0) for e in exercises}
                 for exercise, pts, _ in w.adjustments:
                     if exercise != "total":
-                        parts[exercise] = min(Decimal(POINTS[exercise]), max(Decimal(0), parts[exercise] + Decimal(str(pts))))
+                        adjusted = parts[exercise] + Decimal(str(pts))
+                        parts[exercise] = min(Decimal(POINTS[exercise]), max(Decimal(0), adjusted))
                 total = sum(parts.values())
                 late = w.late - ((w.extension - deadline).total_seconds() if w.extension else 0)
                 status, final = "graded", total

@@ -274,8 +274,9 @@ def merge_main(argv: list[str] | None = None) -> int:
     """``mha-grade merge DIR --out OUT [the batch's options]``: the parts of ``--shard`` runs
     gathered into the class files one run writes (:mod:`.shards`); grades nothing."""
     p = parser()
-    p.prog, p.description = "mha-grade merge", ("Gather the parts that `mha-grade batch --shard i/N` wrote into OUT/parts "
-                                                "and write the class files one run writes; give the batch's options.")
+    p.prog = "mha-grade merge"
+    p.description = ("Gather the parts that `mha-grade batch --shard i/N` wrote into OUT/parts and write the class "
+                     "files one run writes; give the batch's options.")
     args = p.parse_args(argv)
     args.merge = True
     return _main(args, None, None)

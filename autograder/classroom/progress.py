@@ -47,7 +47,8 @@ class JsonLines:
         self._say("graded", learner=outcome.learner, done=self.done, to_grade=self.to_grade,
                   score=round_points(float(report.get("score", 0.0))),
                   max_score=round_points(float(report.get("max_score", 0.0))),
-                  seconds=round(float(outcome.seconds), 3), error=outcome.error is not None or bool(report.get("error")))
+                  seconds=round(float(outcome.seconds), 3),
+                  error=outcome.error is not None or bool(report.get("error")))
 
     def end(self, result, out) -> None:
         self._say("end", submissions=len(result.outcomes), graded=result.graded, seconds=round(result.wall, 3),
