@@ -70,6 +70,7 @@ def _closed(modules: set) -> set:
 def build(folder: Path, n: int, seed: int = 1) -> Term:
     rng = random.Random(seed)
     folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     people = [Person(f"Learner{i:03d}, Ann", f"{10000 + i}", f"9{i:05d}", f"s{i:03d}", f"s{i:03d}@uni.example")
               for i in range(n)]
     (folder / "roster.csv").write_text(canvas_roster(people))

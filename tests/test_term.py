@@ -166,3 +166,34 @@ def test_the_example_term_file_reads_as_its_comments_say():
     assert sum(POINTS[e] for e in assignments[2]["exercises"]) == 22  # "the exercises' own total (22)"
     assert [a["folder"] for a in assignments] == ["A1-Attention-and-masks", "A2-Heads", "A3-The-layer",
                                                   "A4-Efficient-attention"]
+
+
+def test_a_merge_grades_nothing_and_refuses_parts_graded_with_other_options(tmp_path, monkeypatch, capsys):
+    """`batch --shard` and `mha-grade merge` themselves: a merge asking for other exercises than
+    the shards graded is refused naming the submissions, and grades none of them."""
+    from classbuild import planted_grade
+
+    from autograder.classroom import batch
+
+    built = termbuild.build(tmp_path / "term", 6)
+    log = tmp_path / "graded.log"  # the graders are forked processes: each grading is a line here
+
+    def counted(*args, **kwargs):
+        with open(log, "a") as f:
+            f.write(f"{args[0]}\n")
+        return planted_grade(*args, **kwargs)
+
+    def calls():
+        return log.read_text().splitlines() if log.exists() else []
+
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: counted)
+    klass, out = built.folder / "exports" / "a2", tmp_path / "out"
+    common = [str(klass), "--out", str(out), "--unconfined", "--quiet", "--jobs", "1", "-e", "split_heads"]
+    for i in range(2):
+        assert batch.main([*common, "--shard", f"{i}/2", "--seed", "3"]) == 0
+    graded = len(calls())
+    assert graded == sum(w.handed for (_, name), w in built.work.items() if name == "A2 Heads") > 0
+    assert batch.merge_main([*common, "-e", "merge_heads"]) == 2
+    assert "no part graded as this merge asks" in capsys.readouterr().err and len(calls()) == graded
+    assert batch.merge_main(common) == 0 and len(calls()) == graded  # the same options: nothing graded again
+    assert (out / "grades.csv").is_file() and (out / "history.csv").is_file()
