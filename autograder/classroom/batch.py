@@ -23,6 +23,11 @@ A grade is reused only when everything it was computed from is unchanged: the su
 graded sources, the grader's own code and checks, the solutions, the seed and the options
 (:func:`grader_fingerprint`, ``hashes.json``); ``--force`` grades everything again. Every file
 is written atomically, so a batch killed at any point resumes where it stopped.
+
+``--shard i/N`` grades a stable part of the class into ``OUT/parts`` and ``mha-grade merge``
+gathers the parts into the files one run writes (:mod:`.shards`); ``--progress-json`` says
+how grading goes as JSON lines (:mod:`.progress`). Tables and the run's result go to stdout,
+progress and warnings to stderr.
 """
 from __future__ import annotations
 
@@ -316,7 +321,10 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     if not capped and not args.unconfined:
         return refuse(f"one learner's threads could starve the grader and the other learners here ({why}); "
                       "or pass --unconfined for code you trust")
-    events = progress.JsonLines.open(args.progress_json) if args.progress_json else None
+    try:
+        events = progress.JsonLines.open(args.progress_json) if args.progress_json else None
+    except OSError as err:
+        return refuse(f"--progress-json {args.progress_json}: cannot write there ({err.strerror})")
     try:
         result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
