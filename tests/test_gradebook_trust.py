@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from classbuild import EXERCISES, Entry, Person, canvas_roster, planted, planted_grade, write_export
 
 from autograder.classroom import batch, gradebook
@@ -567,3 +569,26 @@ def test_progress_json_is_one_event_per_line(tmp_path, monkeypatch, capsys):
                          "--roster", str(roster), "--progress-json"])
     lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
     assert status == 0 and [e["event"] for e in lines] == ["start", "end"] and lines[0]["to_grade"] == 0
+
+
+@given(seconds=st.floats(min_value=1.0, max_value=40 * 86400.0, allow_nan=False),
+       penalty=st.sampled_from([0.0, 5.0, 10.0, 33.0]))
+def test_the_late_time_said_is_the_time_measured_and_the_penalty_says_its_own_rounding(seconds, penalty):
+    """"5 min 10 s late" was "6 minutes late": the words add up to the whole seconds measured,
+    and the started days and the percent per day are said beside them."""
+    policy = gradebook.LatePolicy(DEADLINE, penalty)
+    late = timedelta(seconds=seconds)  # to the microsecond, as times are
+    seconds = late.total_seconds()
+    _, _, why = policy.apply(10.0, DEADLINE + late)
+    words = why.split(" late")[0]
+    units = {"day": 86400, "days": 86400, "h": 3600, "min": 60, "s": 1}
+    said = re.findall(r"(\d+) (days?|h|min|s)\b", words)
+    assert " ".join(f"{n} {u}" for n, u in said) == words  # nothing else in them
+    assert sum(int(n) * units[u] for n, u in said) == int(seconds)
+    days = -(-seconds // 86400)
+    if penalty:
+        percent = min(100.0, days * penalty)
+        assert why.endswith(f"late: -{percent:g}% ({days:g} started day{'s' if days > 1 else ''} at {penalty:g}% a day"
+                            + (", at most 100%)" if percent == 100 else ")")), why
+    else:
+        assert why.endswith("late: no penalty")
