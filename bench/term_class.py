@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"every cell of term.csv and canvas.csv is as planted ({args.n} learners x "
               f"{len(termbuild.ASSIGNMENTS)} assignments), and the {SHARDS} shards merged give the one run's "
-              f"{len(theirs)} files byte for byte")
+              f"{len(theirs)} files byte for byte (each report's own time, duration and pid, and the history's "
+              "times, aside)")
         return 0
     finally:
         if args.keep is None:
