@@ -172,7 +172,7 @@ def _command(cls: Path, out: Path, args, deadline: datetime, roster: Path) -> tu
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return wall, cpu, proc.stderr.strip().splitlines()[-1]
+    return wall, cpu, proc.stdout.strip().splitlines()[-1]  # what the run did: stdout (progress: stderr)
 
 
 def _torch_import() -> float:

@@ -300,7 +300,8 @@ def check(out: Path, plans: dict[str, Plan], pair: tuple[str, str]) -> list[str]
                 wrong.append(f"{login} late wording: {row['late_penalty']!r}")
         elif want["days"]:
             days = want["days"]
-            if f"late: -{min(100, days * PENALTY):g}% ({days} started day{'s' if days > 1 else ''})" not in \
+            rule = f"({days} started day{'s' if days > 1 else ''} at {PENALTY:g}% a day"
+            if f"late: -{min(100, days * PENALTY):g}% {rule}" not in \
                     row["late_penalty"] or "0.00 days" in row["late_penalty"]:
                 wrong.append(f"{login} late wording: {row['late_penalty']!r} for {days} started days")
         if plan.submission:
@@ -363,7 +364,7 @@ def _command(download, out, roster, jobs, *options) -> tuple[float, str]:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-    return wall, proc.stderr
+    return wall, proc.stderr + proc.stdout  # warnings on stderr, what the run did on stdout
 
 
 def main(argv: list[str] | None = None) -> int:

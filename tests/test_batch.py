@@ -381,7 +381,7 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     assert canvas[2] == ["Lovelace, Ada", "101", "S1", "ada", "A", str(full)]
     assert canvas[4][-1] == "0" and len(canvas) == 5
     md = (out / "feedback" / "bob.md").read_text()
-    assert "1 day 12 hours late: -20% (2 started days)" in md and "softmax" in md and "Graded from: attention.py" in md
+    assert "1 day 12 h late: -20% (2 started days at 10% a day)" in md and "softmax" in md and "Graded from: attention.py" in md
     for learner in ("ada", "bob", "cy", "zed"):
         for ext in ("md", "html"):
             text = (out / "feedback" / f"{learner}.{ext}").read_text()

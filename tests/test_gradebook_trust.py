@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from classbuild import EXERCISES, Entry, Person, canvas_roster, planted, planted_grade, write_export
 
 from autograder.classroom import batch, gradebook
@@ -176,7 +178,7 @@ def test_misnamed_files_are_taken_or_named_and_the_batch_lists_them(tmp_path, mo
     assert "attention.py (Attention.py, misnamed: graded as this module)" in dee
     assert "heads.py (heads (1).py, misnamed: graded as this module)" in dee
     ada = _rendered((out / "feedback" / "ada.md").read_text())
-    assert "haeds.py (not graded: did you mean heads.py? Name it exactly so)" in ada
+    assert "Not graded: haeds.py (did you mean heads.py? Name it exactly so)" in ada and "not graded: did" not in ada
     summary = (out / "summary.md").read_text()
     line = next(x for x in summary.splitlines() if x.startswith("- Misnamed files"))
     assert "2 of 3 submissions" in line and "ada (haeds.py: did you mean heads.py?)" in line
@@ -242,11 +244,14 @@ def test_a_run_that_would_grade_fewer_learners_is_refused_and_files_of_others_mo
 
 
 @pytest.mark.parametrize("late, words", [
-    (timedelta(minutes=5), "5 minutes late: -10% (1 started day)"),
-    (timedelta(seconds=20), "less than a minute late: -10% (1 started day)"),
-    (timedelta(days=1, seconds=30), "1 day 1 minute late: -20% (2 started days)"),
-    (timedelta(days=1, hours=12), "1 day 12 hours late: -20% (2 started days)"),
-    (timedelta(days=3, hours=2), "3 days 2 hours late, after the 3-day cutoff: 0 points"),
+    (timedelta(minutes=5), "5 min late: -10% (1 started day at 10% a day)"),
+    (timedelta(minutes=5, seconds=10), "5 min 10 s late: -10% (1 started day at 10% a day)"),
+    (timedelta(seconds=20), "20 s late: -10% (1 started day at 10% a day)"),
+    (timedelta(milliseconds=300), "less than 1 s late: -10% (1 started day at 10% a day)"),
+    (timedelta(days=1, seconds=30), "1 day 30 s late: -20% (2 started days at 10% a day)"),
+    (timedelta(days=1, hours=12), "1 day 12 h late: -20% (2 started days at 10% a day)"),
+    (timedelta(days=2, hours=23, minutes=59, seconds=59), "2 days 23 h 59 min 59 s late: -30% (3 started days at 10% a day)"),
+    (timedelta(days=3, hours=2), "3 days 2 h late, after the 3-day cutoff: 0 points"),
 ])
 def test_late_wording_matches_the_penalty(late, words):
     policy = gradebook.LatePolicy(DEADLINE, 10, 3)
@@ -320,7 +325,22 @@ def test_the_summary_counts_learners_and_submissions_apart_and_names_mistakes(tm
     finals = (Decimal("9.99") + 2 * _two(BOB_TOTAL * Decimal("0.9")) + _two(DEE_TOTAL * Decimal("0.7"))) / 4
     assert f"mean {_two(graded)}, median" in summary and f"mean {_two(finals)}." in summary
     assert f"Total out of {_shown(MAXIMUM)}," in summary
-    assert "1. Softmax without subtracting the max first (`softmax`): 2 of 3 submissions" in summary
+    assert ("1. Softmax without subtracting the max first (exp overflows to inf, then inf/inf = NaN, at logits of "
+            "1e4) (`softmax`): 2 of 3 submissions") in summary
+
+
+def test_each_summary_line_names_its_diagnosis_in_full():
+    """Two off-by-ones of causal_mask were one line, "Mask is off by one", saying neither."""
+    from autograder.classroom.summary import summarize, to_markdown
+
+    said = ["your mask is off by one: it hides the diagonal (j < i); a query may see its own key (j <= i)",
+            "your mask is off by one: it lets each query see the next key (j <= i + 1)"]
+    reports = {f"s{i}": {"score": 0.0, "max_score": 4.0, "exercises": [{
+        "id": "causal_mask", "status": "failed", "score": 0.0, "max_score": 4.0,
+        "cases": [{"name": "L=4", "passed": False, "diagnosis": said[i % 2 if i < 3 else 0]}]}]} for i in range(4)}
+    lines = [x for x in to_markdown(summarize(reports)).splitlines() if x[:3] in ("1. ", "2. ")]
+    assert lines == [f"1. {said[0][5:].capitalize()} (`causal_mask`): 3 of 4 submissions",
+                     f"2. {said[1][5:].capitalize()} (`causal_mask`): 1 of 4 submissions"]
 
 
 def test_the_summary_rounds_its_means_as_every_shown_score():
@@ -410,9 +430,17 @@ def test_a_diagnosis_is_named_as_the_mistake(diagnosis, name):
 
 
 def test_every_final_score_a_run_changes_is_in_the_history(tmp_path, monkeypatch, capsys):
+    """The first run, then each change of a final (an adjustment, an extension, a learner
+    removed from the roster and one added), each with its reason; a rerun changing nothing adds nothing."""
     download, roster = _class(tmp_path)
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
-    assert status == 0 and not (out / "history.csv").exists()  # a first run changes nothing
+    first = _grades(out)
+
+    def history():
+        with open(out / "history.csv", newline="") as f:
+            return [(h["learner"], h["final_before"], h["final_after"], h["reason"]) for h in csv.DictReader(f)]
+
+    assert status == 0 and history() == [(x, "", first[x]["final"], "first run") for x in ("ada", "bob", "cy", "dee")]
     adjustments = tmp_path / "adjustments.csv"
     adjustments.write_text("learner,exercise,points,reason\nada,total,2,extra credit\n")
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
@@ -420,6 +448,148 @@ def test_every_final_score_a_run_changes_is_in_the_history(tmp_path, monkeypatch
     assert status == 0 and "1 final score(s) changed since the last run" in err and "ada 9.99 -> 11.99" in err
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
     assert status == 0 and "changed since the last run" not in err  # the kept adjustment changes nothing
-    with open(out / "history.csv", newline="") as f:
-        history = list(csv.DictReader(f))
-    assert [(h["learner"], h["final_before"], h["final_after"]) for h in history] == [("ada", "9.99", "11.99")]
+    assert history()[4:] == [("ada", "9.99", "11.99", "adjustment")]
+    extensions = tmp_path / "extensions.csv"
+    extensions.write_text("learner,deadline\ndee,2026-03-04T23:59:00Z\n")
+    eve = Person("Eve, Eve", "15", "0400", "eve", "e@x")
+    roster.write_text(canvas_roster([ADA, BOB, CY, DEE, eve]))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--extensions", str(extensions))
+    assert status == 0, err
+    assert history()[5:] == [("dee", first["dee"]["final"], _shown(DEE_TOTAL), "extension"),
+                             ("eve", "", "0", "added (roster change or a new submitter)")]
+    roster.write_text(canvas_roster([ADA, BOB, CY, DEE]))  # Eve dropped
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0 and history()[7:] == [("eve", "0", "", "removed (roster change, or their submission is gone)")]
+
+
+def test_an_exercise_of_a_misnamed_file_says_so_never_not_attempted():
+    """atention.py read "not attempted" beside "not graded" twice: the file was handed in, misnamed."""
+    from autograder.classroom import feedback
+
+    report = {"score": 0.0, "max_score": 12.0, "intake": {"taken": ["heads.py"], "ignored": [
+        "hw/atention.py (did you mean attention.py? Name it exactly so)"]},
+        "exercises": [{"id": e, "status": "not attempted", "score": 0.0, "max_score": float(POINTS[e]),
+                       "cases": [], "notes": [], "feedback": ""} for e in ("softmax", "split_heads")]}
+    row = {"parts": {}, "score": 0.0, "final": 0.0, "late": "", "adjusted": 0.0, "adjustments": []}
+    text = _rendered(feedback.to_markdown("ada", report, row, "A1"))
+    assert "| `softmax` | 0/5 | not graded: no attention.py (see hw/atention.py above) |" in text
+    assert "| `split_heads` | 0/4 | not attempted |" in text  # heads.py is there: that one was not attempted
+    assert text.lower().count("not graded") == 2  # the file's line and its exercise's, each once
+
+
+@pytest.mark.parametrize("column, twin, lines", [
+    ("SIS User ID", Person("Twin, Tom", "21", ADA.sis_user, "tom", "tom@example.edu"), (3, 7)),
+    ("ID", Person("Twin, Tom", ADA.canvas_id, "0900", "tom", "tom@example.edu"), (3, 7)),
+    ("SIS Login ID", Person("Twin, Tom", "21", "0900", BOB.login, "tom@example.edu"), (4, 7)),
+])
+def test_a_person_id_twice_in_the_roster_is_refused_naming_both_rows(tmp_path, monkeypatch, capsys, column, twin,
+                                                                      lines):
+    """A duplicated SIS User ID credited one learner's submission to the other (exit 0)."""
+    download, roster = _class(tmp_path, people=(ADA, BOB, CY, DEE, twin))
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 2 and not out.exists() and len(err.strip().splitlines()) == 1
+    assert f"line {lines[1]} has the {column} " in err and f"of line {lines[0]} ({column})" in err, err
+
+
+@pytest.mark.parametrize("text, why", [
+    ("learner,exercise,points,reason\nada,total,1,5,reason\n",
+     "adjustments.csv, line 2: 5 fields where the header has 4"),
+    ("learner,exercise,points,reason\nada,total,1\n", "adjustments.csv, line 2: 3 fields where the header has 4"),
+    ("learner,exercise,points,reason,note\nada,total,1,x,y\n",
+     "line 1: the header is learner,exercise,points,reason,note; it must be learner,exercise,points,reason"),
+    ("learner,points,exercise,reason\nada,1,total,x\n", "it must be learner,exercise,points,reason"),
+])
+def test_an_adjustments_row_with_a_field_too_many_or_few_is_refused_with_its_line(tmp_path, monkeypatch, capsys,
+                                                                                   text, why):
+    """`jjones9,total,1,5,reason` became +1 with the reason "5"."""
+    download, roster = _class(tmp_path)
+    adjustments = tmp_path / "adjustments.csv"
+    adjustments.write_text(text)
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments))
+    assert status == 2 and why in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_quoted_reason_may_hold_commas_and_an_extension_row_has_two_fields(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    adjustments, extensions = tmp_path / "adjustments.csv", tmp_path / "extensions.csv"
+    adjustments.write_text('Learner, Exercise ,POINTS,reason\nada,total,1,"late quiz, agreed, by email"\n')
+    extensions.write_text("learner,due_at\ndee,2026-03-04T23:59:00Z,extra\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments), "--extensions", str(extensions))
+    assert status == 2 and "extensions.csv, line 2: 3 fields where the header has 2" in err
+    extensions.write_text("learner,due_at\ndee,2026-03-04T23:59:00Z\n")
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--adjustments", str(adjustments), "--extensions", str(extensions))
+    assert status == 0, err
+    assert _grades(out)["ada"]["adjustments"] == "total +1: late quiz, agreed, by email"
+    assert "- +1 point on the total: late quiz, agreed, by email" in (out / "feedback" / "ada.md").read_text()
+
+
+def test_the_roster_is_kept_in_out_and_a_rerun_without_it_says_so(tmp_path, monkeypatch, capsys):
+    """A rerun that forgot --roster blamed line 2 of the kept extensions.csv ("not on the roster")."""
+    download, roster = _class(tmp_path)
+    extensions = tmp_path / "extensions.csv"
+    extensions.write_text("learner,deadline\n14,2026-03-04T23:59:00Z\n")  # Dee by her Canvas ID: the roster's only
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster),
+                            "--extensions", str(extensions))
+    assert status == 0 and (out / "roster.csv").read_text() == roster.read_text()
+    first = (out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes()
+    status, out, err = _run(tmp_path, monkeypatch, capsys, download)
+    assert status == 0 and f"roster: the one kept from the last run ({out / 'roster.csv'})" in err, err
+    assert ((out / "grades.csv").read_bytes(), (out / "canvas.csv").read_bytes()) == first
+    # a folder that keeps no roster (an older one): the extension's learner is unknown, and why is said
+    (out / "roster.csv").unlink()
+    status, _, err = _run(tmp_path, monkeypatch, capsys, download)
+    assert status == 2 and "no --roster was given and OUT keeps none" in err
+
+
+def test_tables_go_to_stdout_and_progress_to_stderr(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: planted_grade)
+    out = tmp_path / "out"
+    status = batch.main([str(download), "--out", str(out), "--jobs", "1", "--unconfined", "--roster", str(roster)])
+    said = capsys.readouterr()
+    assert status == 0 and "Class summary" in said.out and "submissions (3 graded" in said.out
+    assert "Class summary" not in said.err and "grading" in said.err
+
+
+def test_progress_json_is_one_event_per_line(tmp_path, monkeypatch, capsys):
+    download, roster = _class(tmp_path)
+    monkeypatch.setattr(batch, "pipeline_grader", lambda user, time_limit, zygotes=0: planted_grade)
+    log = tmp_path / "progress.jsonl"
+    status = batch.main([str(download), "--out", str(tmp_path / "out"), "--jobs", "1", "--unconfined", "--quiet",
+                         "--roster", str(roster), "--progress-json", str(log)])
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert status == 0 and [e["event"] for e in events] == ["start", "graded", "graded", "graded", "end"]
+    assert events[0]["to_grade"] == 3 and [e["done"] for e in events[1:4]] == [1, 2, 3]
+    assert sorted(e["learner"] for e in events[1:4]) == ["ada", "bob+cy", "dee"]
+    assert events[-1]["graded"] == 3
+    status = batch.main([str(download), "--out", str(tmp_path / "out"), "--quiet", "--unconfined",
+                         "--roster", str(roster), "--progress-json"])
+    lines = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
+    assert status == 0 and [e["event"] for e in lines] == ["start", "end"] and lines[0]["to_grade"] == 0
+
+
+@given(seconds=st.floats(min_value=1.0, max_value=40 * 86400.0, allow_nan=False),
+       penalty=st.sampled_from([0.0, 5.0, 10.0, 33.0]))
+def test_the_late_time_said_is_the_time_measured_and_the_penalty_says_its_own_rounding(seconds, penalty):
+    """"5 min 10 s late" was "6 minutes late": the words add up to the whole seconds measured,
+    and the started days and the percent per day are said beside them."""
+    policy = gradebook.LatePolicy(DEADLINE, penalty)
+    late = timedelta(seconds=seconds)  # to the microsecond, as times are
+    seconds = late.total_seconds()
+    _, _, why = policy.apply(10.0, DEADLINE + late)
+    words = why.split(" late")[0]
+    units = {"day": 86400, "days": 86400, "h": 3600, "min": 60, "s": 1}
+    said = re.findall(r"(\d+) (days?|h|min|s)\b", words)
+    assert " ".join(f"{n} {u}" for n, u in said) == words  # nothing else in them
+    assert sum(int(n) * units[u] for n, u in said) == int(seconds)
+    days = -(-seconds // 86400)
+    if penalty:
+        percent = min(100.0, days * penalty)
+        assert why.endswith(f"late: -{percent:g}% ({days:g} started day{'s' if days > 1 else ''} at {penalty:g}% a day"
+                            + (", at most 100%)" if percent == 100 else ")")), why
+    else:
+        assert why.endswith("late: no penalty")

@@ -84,7 +84,8 @@ def _run(tmp_path, monkeypatch, capsys, *options, download=None):
     out = tmp_path / "out"
     status = batch.main([str(download), "--out", str(out), "--jobs", "2", "--quiet", "--unconfined",
                          "--deadline", DEADLINE, "--late-penalty", "10", *options])
-    return status, out, capsys.readouterr().err
+    said = capsys.readouterr()
+    return status, out, said.err + said.out  # what the run did is on stdout, warnings on stderr
 
 
 def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path, monkeypatch, capsys):
@@ -98,7 +99,7 @@ def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path,
     for member in ("0200", "Cy@Example.edu"):
         row = grades[member]
         assert row["total"] == str(FULL) and float(row["final"]) == round(FULL * 0.8, 2)
-        assert row["status"] == "late" and row["late_penalty"] == "1 day 12 hours late: -20% (2 started days)"
+        assert row["status"] == "late" and row["late_penalty"] == "1 day 12 h late: -20% (2 started days at 10% a day)"
         assert row["submitted_at"] == "2026-03-03T11:59:00+00:00"
     assert grades["0300"]["total"] == "0" and grades["0300"]["status"] == "graded"
     # The group was graded once, under its members' names.
@@ -111,7 +112,7 @@ def test_an_export_is_graded_per_submission_and_reported_per_submitter(tmp_path,
                           ["Dee Dalton", "", "0300", "", "", "0"],
                           ["Cy Curie", "", "Cy@Example.edu", "", "", str(round(FULL * 0.8, 2))]]
     for member in ("0200", "Cy@Example.edu"):
-        assert "1 day 12 hours late: -20%" in (out / "feedback" / f"{member}.md").read_text()
+        assert "1 day 12 h late: -20%" in (out / "feedback" / f"{member}.md").read_text()
 
 
 def test_the_roster_matches_sids_and_emails(tmp_path, monkeypatch, capsys):

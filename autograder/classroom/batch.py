@@ -23,6 +23,11 @@ A grade is reused only when everything it was computed from is unchanged: the su
 graded sources, the grader's own code and checks, the solutions, the seed and the options
 (:func:`grader_fingerprint`, ``hashes.json``); ``--force`` grades everything again. Every file
 is written atomically, so a batch killed at any point resumes where it stopped.
+
+``--shard i/N`` grades a stable part of the class into ``OUT/parts`` and ``mha-grade merge``
+gathers the parts into the files one run writes (:mod:`.shards`); ``--progress-json`` says
+how grading goes as JSON lines (:mod:`.progress`). Tables and the run's result go to stdout,
+progress and warnings to stderr.
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from .. import depends, isolation, stubs
 from ..inert import LearnerText, excerpt, inert
 from ..isolation import confine
 from ..spec import POINTS
-from . import files, gradebook, intake, runs
+from . import files, gradebook, intake, progress, runs, shards
 from .graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
 from .intake import BatchError
 from .outcomes import Outcome, error_report
@@ -89,9 +94,12 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
               assignment: str = "Multi-head attention", progress: bool = True, console=None,
               zygotes: list | None = None, ahead=None, names_from_folders: bool = False,
               extensions: Path | None = None, adjustments: Path | None = None,
-              allow_fewer: bool = False) -> BatchResult:
+              allow_fewer: bool = False, shard: tuple[int, int] | None = None, merge: bool = False,
+              events=None) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring.
-    ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`)."""
+    ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`);
+    ``shard``: grade only that part, into ``OUT/parts`` (:mod:`.shards`); ``merge``: grade
+    nothing, the parts gathered into OUT give every grade; ``events``: a :class:`.progress.JsonLines`."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -113,7 +121,14 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         for message in ready.warnings:
             warn(message)
     submissions, loaded, refused = ready.submissions, ready.loaded, ready.refused
-    runs.check_loss(out, ready, allow_fewer)  # before anything is written
+    if shard is not None:  # a part of the class, in a folder of its own; the class files are the merge's
+        seed = shards.shared_seed(out, seed)
+        out = shards.folder(out, shard)
+        submissions = {k: v for k, v in submissions.items() if shards.mine(k, shard)}
+    else:
+        runs.check_loss(out, ready, allow_fewer)  # before anything is written
+    if merge:
+        seed = shards.gather(out, warn)
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
     files.clean_temporaries(out / "reports")
@@ -140,6 +155,12 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
             result.outcomes.append(Outcome(learner, cached, 0.0, skipped=True))
         else:
             todo[learner] = path
+    if merge and todo:
+        raise BatchError(f"{len(todo)} submission(s) no part graded as this merge asks (the same sources, grader, "
+                         f"seed and options): {', '.join(sorted(todo)[:10])}{' ...' if len(todo) > 10 else ''}; "
+                         "run their shards again with the options of this merge")
+    if events is not None:
+        events.start(len(submissions), len(todo))
 
     def save(outcome: Outcome) -> None:
         annotate(outcome.report, outcome.learner, loaded.get(outcome.learner))
@@ -173,13 +194,23 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
                 bar.update(task, last=outcome.learner)
                 save(outcome)
                 bar.advance(task)
+                if events is not None:
+                    events.graded(outcome)
             grade = grade or pipeline_grader(user, time_limit, zygotes=early or min(jobs, len(todo)))
             result.outcomes += grade_all(todo, jobs, grade=grade, exercises=exercises, seed=seed,
                                          timeout=timeout, on_done=done)
     result.outcomes.sort(key=lambda o: o.learner)
+    if shard is not None:
+        shards.write_part(out, shard, seed, list(submissions))
+        result.wall = time.perf_counter() - start
+        if events is not None:
+            events.end(result, out)
+        return result
     write_outputs(out, result, ready, late, assignment=assignment, similarity=similarity, anonymize=anonymize,
                   progress=progress, console=console, warn=warn, ahead=ahead)
     result.wall = time.perf_counter() - start
+    if events is not None:
+        events.end(result, out)
     return result
 
 
@@ -236,6 +267,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--unconfined", action="store_true",
                         help="grade even where the learners' code cannot be confined (trusted code only)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no tables")
+    parser.add_argument("--shard", metavar="i/N",
+                        help="grade only part i of N (from 0) into OUT/parts, for `mha-grade merge`; given N alone, "
+                             "i is JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm). Needs --seed "
+                             "or a seed stored in OUT")
+    parser.add_argument("--progress-json", metavar="FILE", nargs="?", const="-",
+                        help="progress as JSON lines, one per event, on stderr (no FILE) or appended to FILE")
     return parser
 
 
@@ -247,6 +284,18 @@ def main(argv: list[str] | None = None, zygotes: list | None = None, ahead=None)
     finally:
         if ahead is not None:
             ahead.close()
+
+
+def merge_main(argv: list[str] | None = None) -> int:
+    """``mha-grade merge DIR --out OUT [the batch's options]``: the parts of ``--shard`` runs
+    gathered into the class files one run writes (:mod:`.shards`); grades nothing."""
+    p = parser()
+    p.prog = "mha-grade merge"
+    p.description = ("Gather the parts that `mha-grade batch --shard i/N` wrote into OUT/parts and write the class "
+                     "files one run writes; give the batch's options.")
+    args = p.parse_args(argv)
+    args.merge = True
+    return _main(args, None, None)
 
 
 def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
@@ -268,7 +317,14 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
         return refuse("--late-penalty, --late-cutoff and --extensions need --deadline")
     if not 0 <= args.late_penalty <= 100:
         return refuse(f"--late-penalty is a percent per day, between 0 and 100, not {args.late_penalty:g}")
+    merge = getattr(args, "merge", False)
+    try:
+        shard = shards.parse(args.shard) if args.shard and not merge else None
+    except BatchError as err:
+        return refuse(str(err))
     confined, why = isolation.confinement(run_as=bool(args.run_as))
+    if merge:
+        confined, args.unconfined = True, True  # a merge runs no learner code
     if not confined and not args.unconfined:
         return refuse(f"the learners' code cannot be confined here ({why}); grade on a machine where it can, "
                       "or pass --unconfined for code you trust")
@@ -277,18 +333,30 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
         return refuse(f"one learner's threads could starve the grader and the other learners here ({why}); "
                       "or pass --unconfined for code you trust")
     try:
+        events = progress.JsonLines.open(args.progress_json) if args.progress_json else None
+    except OSError as err:
+        return refuse(f"--progress-json {args.progress_json}: cannot write there ({err.strerror})")
+    try:
         result = run_batch(args.directory, args.out, jobs=args.jobs, force=args.force, similarity=args.similarity,
                            exercises=args.exercises, seed=args.seed, timeout=args.timeout, user=args.run_as,
                            time_limit=args.time_limit, roster=args.roster, late=late, anonymize=args.anonymize,
                            assignment=args.assignment, progress=not args.quiet, zygotes=zygotes,
                            ahead=ahead, names_from_folders=args.names_from_folders, extensions=args.extensions,
-                           adjustments=args.adjustments, allow_fewer=args.allow_fewer)
+                           adjustments=args.adjustments, allow_fewer=args.allow_fewer, shard=shard, merge=merge,
+                           events=events)
     except (BatchError, gradebook.RosterError) as err:
+        if events is not None:
+            events.refused(str(err))
         return refuse(str(err))
+    finally:
+        if events is not None:
+            events.close()
     n = len(result.outcomes)
     missing = f", {len(result.missing)} on the roster without a submission" if result.missing else ""
+    where = shards.folder(args.out, shard) if shard else args.out / "grades.csv"
+    # what the run did: a result, on stdout with the tables (progress and warnings: stderr)
     print(f"{n} submissions ({result.graded} graded, {n - result.graded} unchanged{missing}) in "
-          f"{result.wall:.1f} s -> {args.out / 'grades.csv'}", file=sys.stderr)
+          f"{result.wall:.1f} s -> {where}")
     failed = sum(1 for o in result.outcomes if o.error is not None and not o.skipped)
     if failed:
         print(f"the grader failed on {failed} submission(s), graded again at the next run: "

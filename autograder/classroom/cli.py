@@ -3,6 +3,8 @@
     mha-grade [SUBMISSION] [--exercise ID ...] [--json PATH] [--gradescope PATH]
               [--seed N | --seed-file PATH] [--time-limit S] [--budget S] [--quiet] [--run-as USER]
     mha-grade batch DIR ...          (many submissions: autograder/classroom/batch.py)
+    mha-grade merge DIR ...          (the parts of ``batch --shard i/N``: autograder/classroom/shards.py)
+    mha-grade term TERM.toml ...     (a term's assignments, one gradebook: autograder/classroom/term.py)
 
 The learner-side process (the zygote) is started before the grader imports its checks and
 the reference solutions: torch is imported once, here, and the zygote forked from this
@@ -36,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mha-grade",
         description="Grade multi-head attention exercises in an isolated process.",
-        epilog="Also: `mha-grade batch DIR ...` grades many submissions (when installed).",
+        epilog="Also: `mha-grade batch DIR ...` grades many submissions, `mha-grade merge DIR ...` gathers the "
+               "parts of `batch --shard i/N`, `mha-grade term TERM.toml ...` grades a term (when installed).",
     )
     p.add_argument("submission", nargs="?", default="mha_exercises",
                    help="a directory of exercise modules (attention.py, masking.py, ...) or a .zip "
@@ -66,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
         options_fd = os.environ.pop(OPTIONS_FD, None)
+        if argv[:1] == ["merge"]:  # grades nothing: no learner-side process, no fresh image
+            return _merge(argv[1:])
+        if argv[:1] == ["term"]:  # a batch per assignment, each starting its learner-side processes afresh
+            return _term(argv[1:])
         if options_fd is None and can_reexec():
             batch = argv[:1] == ["batch"]
             checked = 0 if batch else _check(argv)  # batch checks its options itself, after
@@ -92,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = read_options(int(options_fd))
     if argv[:1] == ["batch"]:
         return _batch(argv[1:], zygotes, ahead)
+    if argv[:1] == ["merge"]:
+        return _merge(argv[1:])
+    if argv[:1] == ["term"]:
+        return _term(argv[1:])
     return _grade(argv, zygotes[0] if zygotes else None)
 
 
@@ -240,6 +251,18 @@ def _batch(argv: list[str], zygotes: list, ahead) -> int:
     from . import batch  # deferred: NumPy and the whole batch, not before the exec
 
     return batch.main(argv, zygotes=zygotes, ahead=ahead)
+
+
+def _merge(argv: list[str]) -> int:
+    from . import batch  # deferred: NumPy and the whole batch, not before the exec
+
+    return batch.merge_main(argv)
+
+
+def _term(argv: list[str]) -> int:
+    from . import term  # deferred: the batch, not before the exec
+
+    return term.main(argv)
 
 
 if __name__ == "__main__":

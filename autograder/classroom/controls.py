@@ -12,6 +12,10 @@ instructor keeps.
   between 0 and its maximum) before any late penalty; a ``total`` one is added to the final
   score after it (extra credit may pass the maximum).
 
+Each file is CSV with exactly that header (``learner,deadline``;
+``learner,exercise,points,reason``) and that many fields in every row: a reason holding a
+comma is in double quotes; a row with a field too many or too few is refused with its line.
+
 ``learner`` is any id the roster or the submission gives the learner (Canvas's SIS Login ID,
 SIS User ID or ID; Gradescope's sid or email; a folder's name). A file that cannot be read,
 a row that names no learner of the class, an unknown exercise, a number or a time that is not
@@ -50,24 +54,37 @@ class Adjustment:
 
 
 def _rows(path: Path, needed: tuple[str, ...], aliases: dict[str, str] | None = None) -> list[tuple[int, dict]]:
+    """The rows of a CSV whose header is exactly ``needed`` (in that order, any case; an
+    ``aliases`` name may stand for one) and whose every row has that many fields: a reason
+    with a comma is in double quotes, and a row with a field too many is refused, never read
+    as another column's value."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise ControlsError(f"{path} cannot be read ({err})") from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = {(h or "").strip().lower(): h for h in reader.fieldnames or ()}
-    for alias, name in (aliases or {}).items():
-        if name not in header and alias in header:
-            header[name] = header[alias]
-    missing = [c for c in needed if c not in header]
-    if missing:
-        raise ControlsError(f"{path}: no column {', '.join(missing)} (the header must name "
-                            f"{', '.join(needed)})")
-    rows = []
-    for row in reader:
-        values = {c: (row.get(header[c]) or "").strip() for c in needed}
-        if any(values.values()):  # blank lines are not rows
-            rows.append((reader.line_num, values))
+    reader = csv.reader(io.StringIO(text), strict=True)
+    rows, header = [], None
+    try:
+        for fields in reader:
+            if not any(f.strip() for f in fields):
+                continue  # blank lines are not rows
+            if header is None:
+                header = [(aliases or {}).get(f.strip().lower(), f.strip().lower()) for f in fields]
+                if header != list(needed):
+                    missing = [c for c in needed if c not in header]
+                    raise ControlsError(
+                        f"{path}, line {reader.line_num}: the header is {','.join(fields)!s}; it must be "
+                        f"{','.join(needed)}" + (f" (no column {', '.join(missing)})" if missing else ""))
+                continue
+            if len(fields) != len(needed):
+                raise ControlsError(
+                    f"{path}, line {reader.line_num}: {len(fields)} fields where the header has {len(needed)} "
+                    f"({','.join(needed)}); a field holding a comma goes in double quotes")
+            rows.append((reader.line_num, {c: f.strip() for c, f in zip(needed, fields)}))
+    except csv.Error as err:
+        raise ControlsError(f"{path}, line {reader.line_num}: not CSV ({err})") from None
+    if header is None:
+        raise ControlsError(f"{path}: empty; its header must be {','.join(needed)}")
     return rows
 
 

@@ -21,6 +21,7 @@ import re
 
 from ..inert import LearnerText, learner, markdown
 from ..scoring import points, sentence
+from ..spec import MODULE_OF
 from ..submission import MODULES
 from .budget import CELL, share
 from .controls import signed
@@ -76,8 +77,13 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
     for a in adjustments:
         if a.exercise in parts:
             changes[a.exercise] = changes.get(a.exercise, 0.0) + (row.get("effective") or {}).get(id(a), a.points)
+    misnamed = _misnamed(intake.get("ignored") or ())
     for ex in report.get("exercises", []):
-        status = ex["status"] + (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
+        status = ex["status"]
+        if status == "not attempted" and MODULE_OF.get(ex["id"]) in misnamed:  # attempted, under another name
+            named = LearnerText(misnamed[MODULE_OF[ex["id"]]], "a file's name in the submission")
+            status = f"not graded: no {MODULE_OF[ex['id']]}.py (see {named.markdown(budget, CELL)} above)"
+        status += (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
                                  if changes.get(ex["id"]) else "")
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
                      f"| {status} | {'<br>'.join(_shown(f, budget) for f in _findings(ex)) or '-'} |")
@@ -86,6 +92,16 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
               "(`check(...)`) uses practice cases of the same kinds.", ""]
     return "\n".join(lines)
+
+
+def _misnamed(ignored) -> dict[str, str]:
+    """Module -> the file a "did you mean" named for it (``submission/choice.py``'s words)."""
+    found = {}
+    for said in ignored:
+        hit = re.match(r"(.+) \(did you mean (\w+)\.py\?", said)
+        if hit:
+            found.setdefault(hit.group(2), hit.group(1))
+    return found
 
 
 def _adjustments(adjustments, row: dict) -> list[str]:
@@ -100,7 +116,8 @@ def _adjustments(adjustments, row: dict) -> list[str]:
             where += " (no submission: nothing to adjust there)"
         elif effective != a.points:
             where += f" (an exercise's points stay between 0 and its maximum: {signed(effective)})"
-        lines.append(f"- {signed(a.points)} points on {where}: {_cell(a.reason)}")
+        lines.append(f"- {signed(a.points)} {'point' if abs(a.points) == 1 else 'points'} on {where}: "
+                     f"{_cell(a.reason)}")
     return lines + [""]
 
 

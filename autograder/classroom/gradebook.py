@@ -10,8 +10,9 @@
   :mod:`.gradescope_export`), otherwise the newest modification time of the submission's
   files; never a file inside the learner's folder (theirs to write). ``grades.csv`` says which.
   A penalty of P percent of the score per started day late, and/or a cutoff after which the
-  score is 0; a learner's extension (:mod:`.controls`) replaces the deadline for them. How late is said in days,
-  hours and minutes ("5 minutes late: -10% (1 started day)").
+  score is 0; a learner's extension (:mod:`.controls`) replaces the deadline for them. How late
+  is said in days, hours, minutes and seconds as measured, the penalty's rounding beside it
+  ("5 min 10 s late: -10% (1 started day at 10% a day)").
 * **Canvas CSV** (``canvas.csv``): Canvas's gradebook import layout: the identifying columns
   (``Student, ID, SIS User ID, SIS Login ID, Section``), one column named for the assignment,
   and a ``Points Possible`` row under the header. Canvas creates the assignment on import
@@ -58,28 +59,39 @@ def read_roster(path: Path) -> list[Learner]:
         raise RosterError(f"the roster {path} cannot be read ({err})") from None
     first = text.splitlines()[0] if text.strip() else ""
     learners = []
+    seen: dict[str, tuple[int, str]] = {}  # an id (any column) -> (line, column) of the row that has it
+
+    def unique(value: str, line: int, column: str) -> None:
+        # Every id that names a person names one: a second row with it would take the first's grade.
+        if _same(value) in seen:
+            first, where = seen[_same(value)]
+            raise RosterError(f"the roster {path}: line {line} has the {column} {value!r} of line {first} "
+                              f"({where}): one id must name one learner")
+        seen[_same(value)] = (line, column)
+
     if "SIS User ID" in first or first.startswith("Student,"):
-        for row in csv.DictReader(io.StringIO(text)):
+        reader = csv.DictReader(io.StringIO(text))
+        for row in reader:
             name = (row.get("Student") or "").strip()
             if not name or name.startswith("Points Possible") or name == "Student, Test":
                 continue  # Canvas's second row, and its test student
             ids = [(row.get(c) or "").strip() for c in ("SIS Login ID", "SIS User ID", "ID")]
-            ids = [i for i in ids if i]
+            for column, value in zip(("SIS Login ID", "SIS User ID", "ID"), ids):
+                if value and value not in ids[:("SIS Login ID", "SIS User ID", "ID").index(column)]:
+                    unique(value, reader.line_num, column)
+            ids = list(dict.fromkeys(i for i in ids if i))
             if not ids:
                 raise RosterError(f"the roster {path}: {name!r} has no ID, SIS User ID or SIS Login ID")
             learners.append(Learner(ids[0], {c: (row.get(c) or "").strip() for c in CANVAS_ID_COLUMNS},
                                     tuple(ids)))
     else:
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), 1):
             line = line.split("#", 1)[0].strip()
             if line:
+                unique(line, number, "id")
                 learners.append(Learner(line, {}, (line,)))
     if not learners:
         raise RosterError(f"the roster {path} lists no learner")
-    ids = [l.id for l in learners]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise RosterError(f"the roster {path} lists {', '.join(dupes)} more than once")
     return learners
 
 
@@ -141,21 +153,24 @@ class LatePolicy:
         percent = min(100.0, days * self.penalty_per_day)
         if not percent:
             return score, late, f"{words} late: no penalty"
-        why = f"{words} late: -{percent:g}% ({days} started {'day' if days == 1 else 'days'})"
+        why = (f"{words} late: -{percent:g}% ({days} started {'day' if days == 1 else 'days'} at "
+               f"{self.penalty_per_day:g}% a day{', at most 100%' if percent == 100 else ''})")
         return round_points(score * (1.0 - percent / 100.0)), late, why
 
 
 def late_words(seconds: float) -> str:
-    """How late, as a person says it: "5 minutes", "1 day 12 hours", "3 days" (the two largest
-    units that are not 0, the last started minute counted: 61 s is "2 minutes")."""
-    if seconds < 60:
-        return "less than a minute"
-    minutes = math.ceil(seconds / 60)
-    days, rest = divmod(minutes, 1440)
-    hours, minutes = divmod(rest, 60)
-    parts = [(days, "day"), (hours, "hour"), (minutes, "minute")]
-    shown = [(n, unit) for n, unit in parts if n][:2]  # "1 day 1 minute": never rounded down to "1 day"
-    return " ".join(f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in shown)
+    """How late, as measured, to the second: "5 min 10 s", "1 day 30 s", "3 days 2 h" (every
+    unit that is not 0; the fraction of a second dropped). The penalty's own rounding (started
+    days) is said beside it, never folded into it."""
+    whole = int(seconds)
+    if whole < 1:
+        return "less than 1 s"
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{days} day{'' if days == 1 else 's'}"] if days else []
+    parts += [f"{n} {unit}" for n, unit in ((hours, "h"), (minutes, "min"), (secs, "s")) if n]
+    return " ".join(parts)
 
 
 def parse_time(text: str) -> datetime:

@@ -21,6 +21,7 @@ from . import controls, gradebook, gradescope_export
 from . import similarity as sim
 
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
+ROSTER = "roster.csv"  # the roster used, kept in OUT and read again when a rerun gives none
 
 
 class BatchError(Exception):
@@ -147,6 +148,10 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
         warn(message)
 
     found, export = check_command(directory, out, jobs, note, names_from_folders)
+    kept = Path(out) / ROSTER
+    if roster is None and kept.is_file():  # the roster of the last run, as the controls are
+        roster = kept
+        note(f"roster: the one kept from the last run ({kept}); pass --roster FILE to change it")
     learners = gradebook.read_roster(roster) if roster else None
     claims = {name: (export.submitters[name] if export else [gradebook.Learner(name, {}, (name,))])
               for name in found}
@@ -163,6 +168,8 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
                      {identity[n]: p for n, p in found.items()}, _renamed(export, identity), learners,
                      warnings=said, claims={identity[n]: w for n, w in claims.items()}, people=people, owner=owner,
                      own={identity[n]: n for n in found})
+    if roster is not None:
+        ready.controls[ROSTER] = _kept_text(roster)
     _controls(ready, Path(out), extensions, adjustments, note)
     for learner, path in ready.submissions.items():
         try:
@@ -185,6 +192,13 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
         ready.similar = finder.run(code, left_out)
         ready.fingerprints = finder.new
     return ready
+
+
+def _kept_text(roster: Path) -> str:
+    try:
+        return Path(roster).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:  # read a moment ago: gone since
+        raise gradebook.RosterError(f"the roster {roster} cannot be read ({err})") from None
 
 
 def _identities(claims: dict[str, list], owner: dict[str, str]) -> dict[str, str]:
@@ -228,7 +242,9 @@ def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: 
             value = read(path)
             text = path.read_text(encoding="utf-8-sig")
         except (controls.ControlsError, OSError, UnicodeDecodeError) as err:
-            raise BatchError(str(err)) from None
+            hint = ("; no --roster was given and OUT keeps none, so only the submitters are learners of this "
+                    "class: pass --roster" if ready.learners is None and "not a learner" in str(err) else "")
+            raise BatchError(str(err) + hint) from None
         if not given:
             note(f"{kept[:-4]}: {len(value)} kept from the last run ({path}); edit that file, or pass "
                  f"--{kept[:-4]} FILE")

@@ -14,9 +14,11 @@
 * ``class.json``: how many learners this run graded; a later run that would grade fewer is
   refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
   and reports of learners an earlier run had and this one does not (:mod:`.runs`);
-* ``history.csv``: each final score a run changed, with before and after (:mod:`.runs`);
-* ``extensions.csv``, ``adjustments.csv``: copies of ``--extensions`` and ``--adjustments``,
-  read again when a rerun does not give them (:mod:`.controls`).
+* ``history.csv``: the first run's final scores, then each final score a later run changed
+  (a learner added or removed too), with before, after and the reason (:mod:`.runs`);
+* ``extensions.csv``, ``adjustments.csv``, ``roster.csv``: copies of ``--extensions``,
+  ``--adjustments`` and ``--roster``, read again when a rerun does not give them, and said so
+  (:mod:`.controls`, :mod:`.intake`).
 
 Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
 ``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
@@ -95,21 +97,28 @@ def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity
         warn(f"misnamed files in {len(misnamed)} submission(s), taken or named in a \"did you mean\" in their "
              f"feedback (listed in summary.md): {', '.join(misnamed[:10])}"
              + (f" and {len(misnamed) - 10} more" if len(misnamed) > 10 else ""))
+    tables = _stdout() if progress else None  # tables are the run's result: stdout; progress and warnings: stderr
     if progress:
-        console.print(summary.to_table(stats))
+        tables.print(summary.to_table(stats))
     if similarity:
         sim.save(out / ".similarity", ready.fingerprints)
         result.similarity = ready.similar
         files.write_atomic(out / "similarity.md", sim.clusters_markdown(result.similarity))
         files.write_atomic(out / "similarity.csv", sim.clusters_csv(result.similarity))
         if progress:
-            console.print(sim.clusters_table(result.similarity))
+            tables.print(sim.clusters_table(result.similarity))
     if anonymize:
         write_anonymous(out, rows, result, result.seed, stats)
     drawing.join()
     if drawing.exitcode != 0:
         warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
              "the other files are complete")
+
+
+def _stdout():
+    from rich.console import Console
+
+    return Console()
 
 
 def _beside(function, *args):

@@ -8,9 +8,10 @@ class's files with ones that lost information without saying so.
 * Files of learners this run does not have (feedback and reports of an earlier roster, or of
   submissions no longer in the class folder) are moved to ``stale/``, never left beside the
   current ones to be handed out, and the run says how many and where.
-* ``history.csv``: every final score a run changed (a late submission, a regrade, an
-  extension, an adjustment), with when, before and after: what the gradebook in Canvas may
-  still hold from an earlier import.
+* ``history.csv``: the first run's final scores, then every final score a run changed, every
+  learner added and every one removed, with when, before, after and why (a new submission,
+  a regrade, an extension or the late policy, an adjustment, a roster change): what the
+  gradebook in Canvas may still hold from an earlier import.
 """
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..inert import learner
+from ..inert import learner, spreadsheet
 from ..scoring import points
 from . import files
 from .budget import CELL, share
 from .classfiles import file_name
+from .controls import signed
 from .intake import BatchError
 
 RECORD = "class.json"
@@ -91,33 +93,90 @@ def move_stale(out: Path, rows: list[dict], submissions: dict, warn) -> list[str
     return moved
 
 
+HEADER = ["when", "learner", "final_before", "final_after", "status", "reason"]
+
+
 def log_changes(out: Path, rows: list[dict], warn) -> int:
-    """Append to ``history.csv`` each learner whose final score differs from the one in OUT's
-    ``grades.csv`` (call before it is replaced); say how many. The first run logs nothing."""
+    """Append to ``history.csv`` what this run does to the final scores OUT's ``grades.csv``
+    holds (call before it is replaced): on the first run every learner's final ("first run");
+    later, each learner added, removed, or whose final changed, with why (:func:`_reasons`).
+    Says how many changed after the first run."""
     out = Path(out)
     try:
         with open(out / "grades.csv", newline="", encoding="utf-8") as f:
-            before = {row["learner"]: row.get("final", "") for row in csv.DictReader(f)}
+            before = {row["learner"]: row for row in csv.DictReader(f)}
+        first = False
+    except FileNotFoundError:
+        before, first = {}, True
     except (OSError, UnicodeDecodeError, csv.Error, KeyError):
         return 0
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # a learner as grades.csv's first cell shows them (learner text, escaped for a spreadsheet)
     cells = [(r, learner(r["shown"]).csv(share("history.csv"), CELL)) for r in rows]
-    changed = [(cell, before.get(cell, ""), points(r["final"]), r["status"]) for r, cell in cells
-               if before.get(cell) != points(r["final"])]
+    now = {cell for _, cell in cells}
+    changed = []
+    for r, cell in cells:
+        old = before.get(cell)
+        if first:
+            changed.append((cell, "", points(r["final"]), r["status"], "first run"))
+        elif old is None:
+            changed.append((cell, "", points(r["final"]), r["status"], "added (roster change or a new submitter)"))
+        elif old.get("final") != points(r["final"]):
+            changed.append((cell, old.get("final", ""), points(r["final"]), r["status"], _reasons(old, r)))
+    for cell, old in before.items():  # as the last grades.csv wrote them: escaped already
+        if cell not in now:
+            changed.append((cell, old.get("final", ""), "", "removed",
+                            "removed (roster change, or their submission is gone)"))
     if not changed:
         return 0
+    _append(out / HISTORY, [[when, *c] for c in changed])
+    if not first:
+        warn(f"{len(changed)} final score(s) changed since the last run (listed in {out / HISTORY}): "
+             + ", ".join(f"{x} {o or '-'} -> {n or '-'} ({why.split(' (')[0]})" for x, o, n, _, why in changed[:5])
+             + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
+    return 0 if first else len(changed)
+
+
+def _reasons(old: dict, row: dict) -> str:
+    """Why a learner's final changed, from their row in the last ``grades.csv`` and now: the
+    graded total (a regrade: a new submission, the grader or the options), the late penalty
+    (an extension, or the late policy), the adjustments."""
+    why = []
+    said = "; ".join(f"{a.exercise} {signed(a.points)}: {a.reason}" for a in row["adjustments"])
+    adjusted = old.get("adjustments", "") != spreadsheet(said)  # an exercise's adjustment moves the total too
+    if old.get("submitted_at", "") != row["submitted"]:
+        why.append("new submission")
+    elif old.get("total") != points(row["score"]) and not adjusted:
+        why.append("regrade")
+    if old.get("late_penalty", "") != row["late"]:
+        why.append("extension" if "extended deadline" in old.get("late_penalty", "") + row["late"] else "late policy")
+    if adjusted:
+        why.append("adjustment")
+    return ", ".join(why) or "regrade"
+
+
+def _append(path: Path, lines: list[list[str]]) -> None:
+    """Rows added at the end, synced; a history written before its ``reason`` column gets it
+    (empty) first, rewritten whole and atomically."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            old = list(csv.reader(f))
+    except FileNotFoundError:
+        old = None
+    except (OSError, UnicodeDecodeError, csv.Error):
+        old = []
     text = io.StringIO()
     w = csv.writer(text)
-    if not (out / HISTORY).exists():
-        w.writerow(["when", "learner", "final_before", "final_after", "status"])
-    for cell, old, new, status in changed:
-        w.writerow([when, cell, old, new, status])
-    with open(out / HISTORY, "a", encoding="utf-8", newline="") as f:
+    if old is not None and old[:1] != [HEADER]:
+        w.writerow(HEADER)
+        w.writerows(r + [""] * (len(HEADER) - len(r)) for r in old[1:])
+        files.write_atomic(path, text.getvalue())
+        text = io.StringIO()
+        w = csv.writer(text)
+    elif old is None:
+        w.writerow(HEADER)
+    w.writerows(lines)
+    with open(path, "a", encoding="utf-8", newline="") as f:
         f.write(text.getvalue())
         f.flush()
         os.fsync(f.fileno())
-    warn(f"{len(changed)} final score(s) changed since the last run (listed in {out / HISTORY}): "
-         + ", ".join(f"{x} {o or '-'} -> {n}" for x, o, n, _ in changed[:5])
-         + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
-    return len(changed)

@@ -4,10 +4,11 @@ From the reports (one per submission) and the gradebook's rows (one per learner)
 learners and how many submissions (a group's is one for several), the mean before penalties
 and after penalties and adjustments, the submissions that could not be graded, timed out,
 failed to import or had misnamed files, the common mistakes across the class as mistakes
-("softmax without subtracting the max first: 3 of 42 submissions", most common first: what to
-re-teach), a histogram of the totals, and per exercise the share that passed it, the mean
+("softmax without subtracting the max first (exp overflows ...): 3 of 42 submissions", most
+common first: what to re-teach; each diagnosis in full, so that two mistakes that begin alike
+stay apart), a histogram of the totals, and per exercise the share that passed it, the mean
 score and its most common mistakes (counted once per submission). Rendered as a rich table
-(terminal), Markdown (``summary.md``) and a PNG (``summary.png``).
+(terminal, on stdout), Markdown (``summary.md``) and a PNG (``summary.png``).
 """
 from __future__ import annotations
 
@@ -87,6 +88,15 @@ def mistake(diagnosis: str) -> str:
     return text or diagnosis
 
 
+def named(diagnosis: str) -> str:
+    """A diagnosis in full, as the mistake it names: "your output matches softmax without
+    subtracting the max first (exp overflows ...)" -> "softmax without subtracting the max
+    first (exp overflows ...)"; "your mask is off by one: it hides the diagonal (j < i); ..."
+    keeps which of the two off-by-ones it is."""
+    text = re.sub(r"^your (output|code|result)s? (matches|match)\s+", "", diagnosis.strip(), flags=re.IGNORECASE)
+    return re.sub(r"^your\s+", "", text, flags=re.IGNORECASE) or diagnosis
+
+
 def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: dict | None = None) -> ClassStats:
     """Statistics of a class from ``{submission: report dict}``; ``rows``: the gradebook's
     rows (learners, final scores); ``loaded``: the submissions as read (misnamed files)."""
@@ -118,7 +128,7 @@ def summarize(reports: dict[str, dict], rows: list[dict] | None = None, loaded: 
             s.total_score += float(ex.get("score", 0.0))
             for diagnosis in {c.get("diagnosis") for c in ex.get("cases", []) if c.get("diagnosis")}:
                 s.mistakes[diagnosis] += 1
-                mistakes[(mistake(diagnosis), ex["id"])] += 1
+                mistakes[(named(diagnosis), ex["id"])] += 1  # in full: two mistakes never share a line
     for name, sub in sorted((loaded or {}).items()):
         if getattr(sub, "misnamed", ()):
             detail = LearnerText("; ".join(sub.misnamed), "file names")

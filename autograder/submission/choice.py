@@ -144,7 +144,7 @@ def _take_misnamed(files: list[File], modules: dict[str, list[File]], ignored: l
         elif exact:
             ignored.append(f"{f.path} (named like {module}.py, which the submission also has: that one was graded)")
         else:
-            ignored.append(f"{f.path} (not graded: did you mean {module}.py? Name it exactly so)")
+            ignored.append(f"{f.path} (did you mean {module}.py? Name it exactly so)")
             said.append(f"{f.path}: did you mean {module}.py?")
     return said
 
