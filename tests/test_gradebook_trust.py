@@ -472,7 +472,7 @@ def test_an_exercise_of_a_misnamed_file_says_so_never_not_attempted():
         "exercises": [{"id": e, "status": "not attempted", "score": 0.0, "max_score": float(POINTS[e]),
                        "cases": [], "notes": [], "feedback": ""} for e in ("softmax", "split_heads")]}
     row = {"parts": {}, "score": 0.0, "final": 0.0, "late": "", "adjusted": 0.0, "adjustments": []}
-    text = _rendered(feedback.to_markdown("ada", report, row, "A1"))
+    text = _rendered(feedback.to_markdown(LearnerText("ada", "a learner's id"), report, row, "A1"))
     assert "| `softmax` | 0/5 | not graded: no attention.py (see hw/atention.py above) |" in text
     assert "| `split_heads` | 0/4 | not attempted |" in text  # heads.py is there: that one was not attempted
     assert text.lower().count("not graded") == 2  # the file's line and its exercise's, each once
