@@ -1,5 +1,5 @@
 """The grade, three ways: a terminal table (rich), a JSON report, a Gradescope results.json
-(written by ``classroom/gradescope.py``, the one writer of it).
+(written by ``classroom/write/gradescope.py``, the one writer of it).
 
 Learner text in a report is inert from the start (``inert.py``: no escape sequence or other
 control reaches a terminal or a file); the terminal table prints it as rich ``Text``, never as

@@ -245,13 +245,14 @@ def main(argv: list[str] | None = None) -> int:
             clusters = [set(row["learners"].split()) for row in csv.DictReader(f)]
         third = None
         if args.regrade:  # a changed check, simulated in this process by a new grader fingerprint
-            from autograder.classroom import batch, gradebook
+            from autograder.classroom import batch
+            from autograder.classroom.rules.late import LatePolicy
 
             real = batch.grader_fingerprint
             batch.grader_fingerprint = lambda: real() + "+a changed check"
             start = time.perf_counter()
             third = batch.run_batch(cls, out, jobs=args.jobs, progress=False, roster=roster, similarity=True,
-                                    late=gradebook.LatePolicy(deadline, penalty_per_day=10))
+                                    late=LatePolicy(deadline, penalty_per_day=10))
             wall3 = time.perf_counter() - start
             batch.grader_fingerprint = real
 

@@ -23,7 +23,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder.classroom import learner_readme
+from autograder.classroom.release import learner_readme
 from autograder.classroom import release as builder
 
 MAX_ENV_GB = 1.5

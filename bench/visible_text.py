@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEAK = re.compile(r"(?:LEAK|Leak)[a-p]+")
-LEARNER_CHARS = 150  # the target: classroom/gradescope.py's cap (not imported: an older grader may lack it)
+LEARNER_CHARS = 150  # the target: classroom/write/gradescope.py's cap (not imported: an older grader may lack it)
 
 HELPER = '''
 def _leak(args, kwargs):

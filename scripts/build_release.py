@@ -1,6 +1,6 @@
 """Build the learner release: ``make release`` -> ``dist/release/`` and ``dist/release.zip``.
 
-What ships, and how the solutions are taken out, is ``autograder/classroom/release.py``'s.
+What ships, and how the solutions are taken out, is ``autograder/classroom/release/__init__.py``'s.
 
     python scripts/build_release.py [--out dist/release] [--html _build/learner/_build/html]
     python scripts/build_release.py --book-config _build/learner/_config.yml   # for make book-learner

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import batch, intake, similarity, summary
+from autograder.classroom import batch, intake, similarity
+from autograder.classroom.write import summary
 from autograder.spec import POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -361,9 +362,9 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
                       "    Points Possible,,,,\n"
                       "\"Lovelace, Ada\",101,S1,ada,A\n\"Babbage, Bob\",102,S2,bob,A\n\"Curie, Cy\",103,S3,cy,B\n")
-    from autograder.classroom import gradebook
+    from autograder.classroom.rules.late import LatePolicy
     from datetime import datetime, timezone
-    late = gradebook.LatePolicy(datetime.fromtimestamp(deadline, timezone.utc), penalty_per_day=10)
+    late = LatePolicy(datetime.fromtimestamp(deadline, timezone.utc), penalty_per_day=10)
     out = tmp_path / "out"
     result = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, roster=roster, late=late,
                              anonymize=True, assignment="HW attention")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import unsolved
+from autograder.classroom.release import unsolved
 from autograder.spec import MODULE_OF
 from solution_copies import edited_solutions
 

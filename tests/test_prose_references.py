@@ -310,8 +310,8 @@ HERE = ROOT / "autograder" / "classroom" / "cli.py"
     ("``", "child.refused_tasks", "skip"),  # an instance named child, not isolation/child.py
     ("func", ".ahead.Ahead.start", "ok"),
     ("func", ".ahead.Ahead.stop", "stale"),
-    ("mod", ".gradescope", "ok"),
-    ("mod", ".gradescopes", "stale"),
+    ("mod", ".write.gradescope", "ok"),
+    ("mod", ".write.gradescopes", "stale"),
     ("func", "parser", "ok"),  # this file's
     ("func", "grade_submission", "ok"),  # one of our modules'
     ("func", "grade_it_all", "stale"),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import SECRET, within
-from autograder.classroom import learner_readme, unsolved
+from autograder.classroom.release import learner_readme, unsolved
 from autograder.classroom import release as builder
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -120,7 +120,7 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
     except (EOFError, OSError):
         return
     try:
-        from .summary import plot  # deferred: NumPy, not before the process ahead is forked
+        from .write.summary import plot  # deferred: NumPy, not before the process ahead is forked
 
         plot(stats, path)
         conn.send(0)

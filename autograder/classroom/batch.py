@@ -3,10 +3,10 @@
 DIR holds one submission per learner, a folder, a ``.zip`` or a notebook named by the
 learner's id; inside it the exercise files are found wherever they are
 (:mod:`autograder.submission`). DIR may also be Gradescope's "Export Submissions", unzipped
-(:mod:`.gradescope_export`): its submissions are then named by the submitters' ids, with their
+(:mod:`.intake.gradescope_export`): its submissions are then named by the submitters' ids, with their
 submission times. OUT receives the grades (``grades.csv``, ``canvas.csv``), each learner's
 feedback and full report, the class summary, and what the next run needs (the whole list:
-:mod:`.outputs`).
+:mod:`.write.outputs`).
 
 Speed and safety come from the same design. The parent imports the grader (torch, the
 solutions, the checks) once and forks ``--jobs`` graders from itself, so no submission pays
@@ -44,11 +44,16 @@ from .. import depends, isolation, stubs
 from ..inert import LearnerText, excerpt, inert
 from ..isolation import confine
 from ..spec import POINTS
-from . import files, gradebook, intake, progress, runs, shards
-from .graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
+from . import files, intake, progress, shards
+from .grade.graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
+from .grade.outcomes import Outcome, error_report
 from .intake import BatchError
-from .outcomes import Outcome, error_report
-from .outputs import annotate, resolve_seed, write_outputs
+from .intake.roster import RosterError
+from .intake.times import parse_time
+from .rules.late import LatePolicy
+from .rules.rows import class_rows
+from .write import runs
+from .write.outputs import annotate, resolve_seed, write_outputs
 
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 ERROR_CHARS = 20_000  # of one submission's traceback in it
@@ -90,7 +95,7 @@ def grader_fingerprint() -> str:
 def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False, similarity: bool = False,
               exercises: list[str] | None = None, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
               grade: Callable | None = None, user: str | None = None, time_limit: float | None = None,
-              roster: Path | None = None, late: gradebook.LatePolicy | None = None, anonymize: bool = False,
+              roster: Path | None = None, late: LatePolicy | None = None, anonymize: bool = False,
               assignment: str = "Multi-head attention", progress: bool = True, console=None,
               zygotes: list | None = None, ahead=None, names_from_folders: bool = False,
               extensions: Path | None = None, adjustments: Path | None = None,
@@ -206,7 +211,8 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         if events is not None:
             events.end(result, out)
         return result
-    write_outputs(out, result, ready, late, assignment=assignment, similarity=similarity, anonymize=anonymize,
+    rows = class_rows({o.learner: o.report for o in result.outcomes}, ready, late, result)  # the rules
+    write_outputs(out, result, ready, rows, assignment=assignment, similarity=similarity, anonymize=anonymize,
                   progress=progress, console=console, warn=warn, ahead=ahead)
     result.wall = time.perf_counter() - start
     if events is not None:
@@ -310,7 +316,7 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     late = None
     if args.deadline:
         try:
-            late = gradebook.LatePolicy(gradebook.parse_time(args.deadline), args.late_penalty, args.late_cutoff)
+            late = LatePolicy(parse_time(args.deadline), args.late_penalty, args.late_cutoff)
         except ValueError as err:
             return refuse(f"--deadline: {err}")
     elif args.late_penalty or args.late_cutoff is not None or args.extensions:
@@ -344,7 +350,7 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
                            ahead=ahead, names_from_folders=args.names_from_folders, extensions=args.extensions,
                            adjustments=args.adjustments, allow_fewer=args.allow_fewer, shard=shard, merge=merge,
                            events=events)
-    except (BatchError, gradebook.RosterError) as err:
+    except (BatchError, RosterError) as err:
         if events is not None:
             events.refused(str(err))
         return refuse(str(err))

@@ -118,7 +118,7 @@ def _grade(argv: list[str], zygote) -> int:
         print(f"mha-grade: {err}", file=sys.stderr)
         if args.gradescope and isinstance(err, _Refused):  # the learner's to fix: results.json says so
             from ..atomic import write_atomic  # deferred: tempfile, not before the exec
-            from .gradescope import refused  # deferred: NumPy (scoring), not before the exec
+            from .write.gradescope import refused  # deferred: NumPy (scoring), not before the exec
 
             why = str(err)  # the grader's path to the submission says nothing to the learner
             paths = sorted({str(Path(args.submission).resolve()), args.submission}, key=len, reverse=True)
@@ -160,7 +160,7 @@ def _grade(argv: list[str], zygote) -> int:
     if args.json:
         write_atomic(args.json, report_mod.to_json(report), mode=0o600)  # it holds the seed
     if args.gradescope:
-        from .gradescope import results  # deferred: NumPy (scoring), not before the exec
+        from .write.gradescope import results  # deferred: NumPy (scoring), not before the exec
 
         write_atomic(args.gradescope, json.dumps(results(report.to_dict()), indent=2), mode=0o600)
     if args.quiet:

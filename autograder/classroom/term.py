@@ -49,7 +49,9 @@ from pathlib import Path
 
 from ..scoring import points, round_points
 from ..spec import COURSE, POINTS
-from . import batch, files, gradebook
+from . import batch, files
+from .intake.roster import CANVAS_ID_COLUMNS
+from .intake import times
 
 TERM_KEYS = {"name", "roster"}
 ASSIGNMENT_KEYS = {"name", "exercises", "chapters", "submissions", "deadline", "late_penalty", "late_cutoff",
@@ -117,7 +119,7 @@ def _assignment(path: Path, base: Path, number: int, a) -> dict:
     if not exercises:
         raise TermError(f"{where}: no exercise: give `exercises` or `chapters`")
     try:
-        gradebook.parse_time(a["deadline"])
+        times.parse_time(a["deadline"])
     except ValueError as err:
         raise TermError(f"{where}: deadline: {err}") from None
     for key in ("late_penalty", "late_cutoff", "points"):
@@ -187,14 +189,14 @@ def gradebook_files(out: Path, assignments: list[dict]) -> dict[str, str]:
                         possible[a["name"]], row["status"], row["late_penalty"], row["adjustment"]])
         canvas = _read(folder / "canvas.csv")[1:]  # the row under the header: Points Possible
         for row in canvas:
-            ids = tuple(row.get(c, "") for c in gradebook.CANVAS_ID_COLUMNS)
+            ids = tuple(row.get(c, "") for c in CANVAS_ID_COLUMNS)
             graded = row.get(a["name"], "")
             people.setdefault(ids, {})[a["name"]] = "" if graded == "" else scaled(
                 graded, _maximum(folder), a.get("points"))
     wide = io.StringIO()
     w = csv.writer(wide)
     names = [a["name"] for a in assignments]
-    w.writerow([*gradebook.CANVAS_ID_COLUMNS, *names])
+    w.writerow([*CANVAS_ID_COLUMNS, *names])
     w.writerow(["Points Possible", "", "", "", "", *(possible.get(n, "") for n in names)])
     for ids, scores in people.items():
         w.writerow([*ids, *(scores.get(n, "") for n in names)])

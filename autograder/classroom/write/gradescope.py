@@ -2,7 +2,7 @@
 ``mha-grade SUB --gradescope PATH`` (``classroom/cli.py``), the bundle's
 ``run_autograder`` (which runs exactly that) and a report already written:
 
-    python -m autograder.classroom.gradescope REPORT.json RESULTS.json [--submission DIR]
+    python -m autograder.classroom.write.gradescope REPORT.json RESULTS.json [--submission DIR]
 
 One Gradescope test per exercise, named by its exercise id, worth the exercise's whole points;
 its score and the submission's total follow ``scoring.shown_points`` (hundredths; the total is
@@ -28,11 +28,11 @@ import json
 import sys
 from pathlib import Path
 
-from ..inert import excerpt, inert
-from ..scoring import MISMATCH_WORDS, points, sentence, shown_points
-from ..spec import POINTS
-from ..submission import SubmissionError, load
-from .files import write_atomic
+from ...inert import excerpt, inert
+from ...scoring import MISMATCH_WORDS, points, sentence, shown_points
+from ...spec import POINTS
+from ...submission import SubmissionError, load
+from ..files import write_atomic
 
 DETAILS_VISIBILITY = "after_published"
 # Learner text an exercise's visible output may hold: per cause, the exception type's name
@@ -195,7 +195,7 @@ def _clean(text: str, seed) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.classroom.gradescope", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autograder.classroom.write.gradescope", description=__doc__.splitlines()[0])
     p.add_argument("report", type=Path)
     p.add_argument("results", type=Path)
     p.add_argument("--submission", type=Path, help="the submission, to say which files were graded")

@@ -1,4 +1,4 @@
-"""One feedback file per learner, to hand back: ``feedback/<learner>.md`` and ``.html``.
+"""One feedback file per learner, to hand back: ``feedback/<learner>.md`` and ``..html``.
 
 What a learner may see of their grade: the score per exercise, its status, the judge's
 summary and the named diagnoses (the known mistakes the judge recognised), the notes, which
@@ -9,7 +9,7 @@ write a hidden case's inputs into an exception's message, its class's name or th
 it reports, so a failing case's cause is said in the grader's words only (a built-in
 exception's name, an exercise module's file, a line number: ``_said``). What learner text it
 holds (the learner's id, file names, notes) is :class:`~autograder.inert.LearnerText`, inert
-for Markdown and within the learner's share of this file (:mod:`.budget`). The HTML is the
+for Markdown and within the learner's share of this file (:mod:`..budget`). The HTML is the
 Markdown rendered by ``markdown-it-py`` (a dependency of ``rich``), so the two files say the
 same thing.
 """
@@ -19,12 +19,12 @@ import builtins
 import html
 import re
 
-from ..inert import LearnerText, learner, markdown
-from ..scoring import points, sentence
-from ..spec import MODULE_OF
-from ..submission import MODULES
-from .budget import CELL, share
-from .controls import signed
+from ...inert import LearnerText, learner, markdown
+from ...scoring import points, sentence
+from ...spec import MODULE_OF
+from ...submission import MODULES
+from ..budget import CELL, share
+from ..intake.controls import signed
 
 # The exception names that are Python's own, not the learner's to choose.
 BUILTIN_ERRORS = frozenset(n for n, v in vars(builtins).items()

@@ -4,12 +4,12 @@
   nothing came), points per exercise, total, late penalty, final score, status, submission
   time and where it comes from (``time_source``: the export's metadata, or the files' times);
 * ``canvas.csv``: the final scores in Canvas's gradebook import layout;
-* ``feedback/<learner>.md`` and ``.html``: what to hand back to each learner
-  (:mod:`autograder.classroom.feedback`: scores, diagnoses, what was graded; no paths, no seed);
+* ``feedback/<learner>.md`` and ``..html``: what to hand back to each learner
+  (:mod:`autograder.classroom.write.feedback`: scores, diagnoses, what was graded; no paths, no seed);
 * ``reports/<learner>.json``: the full report (instructors only);
-* ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``.csv`` with
+* ``summary.md``, ``summary.png``: the class summary; ``similarity.md``/``..csv`` with
   ``--similarity``; ``anonymous/`` with ``--anonymize`` (the same, learner ids replaced);
-* ``.seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
+* ``..seed`` (mode 0600): the seed of the randomized cases, drawn once for this folder;
   ``hashes.json``: what each grade was computed from;
 * ``class.json``: how many learners this run graded; a later run that would grade fewer is
   refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
@@ -18,18 +18,18 @@
   (a learner added or removed too), with before, after and the reason (:mod:`.runs`);
 * ``extensions.csv``, ``adjustments.csv``, ``roster.csv``: copies of ``--extensions``,
   ``--adjustments`` and ``--roster``, read again when a rerun does not give them, and said so
-  (:mod:`.controls`, :mod:`.intake`).
+  (:mod:`..intake.controls`, :mod:`..intake`).
 
 Every file names a learner by one id, the roster's where there is a roster (``grades.csv``'s
 ``submitted_as`` keeps the id the submission came with), and shows points by one rounding rule
 (:func:`autograder.scoring.round_points`): the parts shown add up to the total shown. What a
 learner wrote (ids, names, file names, the words of their errors) reaches these files only as
-:class:`autograder.inert.LearnerText`, within that learner's share of each file (:mod:`.budget`).
+:class:`autograder.inert.LearnerText`, within that learner's share of each file (:mod:`..budget`).
 
 The seed is drawn (or read) before anything is graded (:func:`resolve_seed`); each report, with
 ``hashes.json``, as its grade comes in (:func:`annotate`: what the class files need in it);
 the rest once every submission is graded (:func:`write_outputs`). Each file is written
-atomically (:mod:`.files`).
+atomically (:mod:`..files`).
 """
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
-from . import files, runs, summary
-from . import similarity as sim
-from .classfiles import class_rows, write_anonymous, write_class_files
+from .. import files
+from . import runs, summary
+from .. import similarity as sim
+from .classfiles import write_anonymous, write_class_files
 
 SEED_FILE = ".seed"
 
@@ -74,13 +75,13 @@ def annotate(report: dict, learner: str, submission) -> None:
         report.setdefault("intake", {"taken": list(submission.taken), "ignored": list(submission.ignored)})
 
 
-def write_outputs(out: Path, result, ready, late, *, assignment: str, similarity: bool, anonymize: bool,
-                  progress: bool, console, warn, ahead) -> None:
+def write_outputs(out: Path, result, ready, rows: list[dict], *, assignment: str, similarity: bool,
+                  anonymize: bool, progress: bool, console, warn, ahead) -> None:
     """The class's files of ``result`` (a ``batch.BatchResult``, its outcomes in order) into
-    ``out``; ``ready``: what :mod:`.intake` read; ``ahead``: the process that may draw the
-    summary (:mod:`.ahead`); ``warn``: says what the instructor should know."""
+    ``out``; ``ready``: what :mod:`..intake` read; ``rows``: a row per learner, the gradebook's
+    rules applied (:func:`..rules.rows.class_rows`); ``ahead``: the process that may draw the
+    summary (:mod:`..ahead`); ``warn``: says what the instructor should know."""
     reports = {o.learner: o.report for o in result.outcomes}
-    rows = class_rows(reports, ready, late, result)
     stats = summary.summarize(reports, rows, ready.loaded)
     # matplotlib's import and drawing: the other core (imported ahead when there is a process ahead)
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,

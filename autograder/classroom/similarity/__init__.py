@@ -37,10 +37,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import limited, stubs
-from ..spec import MODULE_OF, POINTS
-from ..inert import LearnerText, markdown, spreadsheet
-from .files import read_json, write_json
+from ... import limited, stubs
+from ...spec import MODULE_OF, POINTS
+from ...inert import LearnerText, markdown, spreadsheet
+from ..files import read_json, write_json
 from .winnowing import fingerprints, normalised_tokens, pack, unpack
 
 THRESHOLD = 0.9
@@ -99,7 +99,7 @@ class Similarity:
 
     def code(self, content_hash: str, sources: dict[str, str]) -> dict[str, dict]:
         """``{exercise: {"digest": ..., "fingerprints": [...]}}`` of one submission;
-        Unfingerprinted when its code cannot be read within the limits (:mod:`..limited`)."""
+        Unfingerprinted when its code cannot be read within the limits (:mod:`...limited`)."""
         found = self.code_all({content_hash: sources})[content_hash]
         if isinstance(found, Unfingerprinted):
             raise found
@@ -109,7 +109,7 @@ class Similarity:
         """:meth:`code` of each submission (content hash -> sources); an Unfingerprinted in
         place of the code of one that could not be read within the limits.
 
-        The learner's code is parsed in forked processes under limits (:mod:`..limited`), up
+        The learner's code is parsed in forked processes under limits (:mod:`...limited`), up
         to ``GROUP`` submissions in one: a fork costs about as much as fingerprinting one
         honest submission (10-30 ms against 20-60 ms here). A group that fails is done again
         one submission at a time, so a hostile one costs at most twice its limit, and only its

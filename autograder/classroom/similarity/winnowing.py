@@ -1,4 +1,4 @@
-"""Code to fingerprints, steps 1 and 2 of ``--similarity`` (:mod:`.similarity`): a definition
+"""Code to fingerprints, steps 1 and 2 of ``--similarity`` (:mod:`..similarity`): a definition
 normalised into tokens (names numbered in order of first use, docstrings, comments, layout
 and annotations gone), then winnowed as MOSS does: hashes of every ``K``-token window, the
 smallest of each ``W`` consecutive ones kept, so that any shared run of at least ``K + W - 1``

@@ -3,7 +3,7 @@ export, if it is one), the roster, each submission's graded sources and, with
 ``--similarity``, the groups of near-identical code.
 
 None of it needs torch or the grader, so ``mha-grade batch`` does it in a process forked
-before torch is imported (:mod:`.ahead`), on the core the import leaves idle; called in
+before torch is imported (:mod:`..ahead`), on the core the import leaves idle; called in
 process otherwise. It writes nothing: a command refused later has left no trace.
 """
 from __future__ import annotations
@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..limited import READ_SECONDS
-from ..spec import POINTS
-from ..stubs import StubsMissing
-from ..submission import SubmissionError, load
-from . import controls, gradebook, gradescope_export
-from . import similarity as sim
+from ...limited import READ_SECONDS
+from ...spec import POINTS
+from ...stubs import StubsMissing
+from ...submission import SubmissionError, load
+from . import controls, gradescope_export
+from .roster import Learner, RosterError, class_people, read_roster
+from .. import similarity as sim
 
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
 ROSTER = "roster.csv"  # the roster used, kept in OUT and read again when a rerun gives none
@@ -29,7 +30,7 @@ class BatchError(Exception):
 
 
 def find_submissions(directory: Path) -> dict[str, Path]:
-    """Learner id -> submission path: every sub-directory, ``.zip`` and ``.ipynb`` of DIR."""
+    """Learner id -> submission path: every sub-directory, ``..zip`` and ``..ipynb`` of DIR."""
     found = {}
     for p in sorted(Path(directory).iterdir()):
         if p.name.startswith(".") or p.name in SKIP or p.is_symlink():
@@ -111,7 +112,7 @@ class Prepared:
     similar: object = None  # similarity.SimilarityResult with --similarity
     fingerprints: dict = field(default_factory=dict)  # new ones, for similarity.save
     warnings: list[str] = field(default_factory=list)  # said while reading, in order
-    claims: dict = field(default_factory=dict)  # submission -> [gradebook.Learner who handed it in]
+    claims: dict = field(default_factory=dict)  # submission -> [roster.Learner who handed it in]
     people: list = field(default_factory=list)  # every learner with a row: the roster's, then the others
     owner: dict[str, str] = field(default_factory=dict)  # a submitter's own id -> their id in the class files
     own: dict[str, str] = field(default_factory=dict)  # submission -> the name it came with
@@ -152,10 +153,10 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
     if roster is None and kept.is_file():  # the roster of the last run, as the controls are
         roster = kept
         note(f"roster: the one kept from the last run ({kept}); pass --roster FILE to change it")
-    learners = gradebook.read_roster(roster) if roster else None
-    claims = {name: (export.submitters[name] if export else [gradebook.Learner(name, {}, (name,))])
+    learners = read_roster(roster) if roster else None
+    claims = {name: (export.submitters[name] if export else [Learner(name, {}, (name,))])
               for name in found}
-    people, owner, strangers = gradebook.class_people(learners, claims)
+    people, owner, strangers = class_people(learners, claims)
     if strangers:
         note(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
     identity = _identities(claims, owner)
@@ -198,7 +199,7 @@ def _kept_text(roster: Path) -> str:
     try:
         return Path(roster).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:  # read a moment ago: gone since
-        raise gradebook.RosterError(f"the roster {roster} cannot be read ({err})") from None
+        raise RosterError(f"the roster {roster} cannot be read ({err})") from None
 
 
 def _identities(claims: dict[str, list], owner: dict[str, str]) -> dict[str, str]:

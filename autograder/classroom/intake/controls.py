@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .. import scoring
-from .gradebook import parse_time
+from ... import scoring
+from ..intake.times import parse_time
 
 EXTENSIONS = "extensions.csv"
 ADJUSTMENTS = "adjustments.csv"

@@ -22,9 +22,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
 
-from ..isolation import sandbox
-from ..isolation.cleanup import remove_tree
-from ..isolation.confine import die_with_parent
+from ...isolation import sandbox
+from ...isolation.cleanup import remove_tree
+from ...isolation.confine import die_with_parent
 from .outcomes import Outcome, error_report, failure, report_dict
 
 DEFAULT_TIMEOUT = 360.0  # seconds per submission: a backstop above the pipeline's own run budget (300 s)
@@ -53,7 +53,7 @@ def pipeline_grader(user: str | None = None, time_limit: float | None = None,
     # forked zygote would hold the batch's state and hand the learner's children its pipes.
     early = list(zygotes) if isinstance(zygotes, list) else [sandbox.Zygote(user=user, fork=False)
                                                              for _ in range(zygotes)]
-    from ..grading import exercises, judge, runner  # noqa: F401  # deferred: torch and the references, after the zygotes
+    from ...grading import exercises, judge, runner  # noqa: F401  # deferred: torch and the references, after the zygotes
 
     state: dict = {}
     released: list = []  # early zygotes handed to graders, for the parent to reap

@@ -7,8 +7,8 @@ from __future__ import annotations
 import errno
 from dataclasses import asdict, dataclass, is_dataclass
 
-from .. import __version__
-from ..spec import POINTS
+from ... import __version__
+from ...spec import POINTS
 
 
 @dataclass

@@ -22,13 +22,13 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..inert import learner, spreadsheet
-from ..scoring import points
-from . import files
-from .budget import CELL, share
+from ...inert import learner, spreadsheet
+from ...scoring import points
+from .. import files
+from ..budget import CELL, share
 from .classfiles import file_name
-from .controls import signed
-from .intake import BatchError
+from ..intake.controls import signed
+from ..intake import BatchError
 
 RECORD = "class.json"
 STALE = "stale"

@@ -40,9 +40,10 @@ from pathlib import Path
 
 import yaml
 
-from .. import limited
-from ..inert import excerpt
-from .gradebook import Learner, gradescope_time
+from ... import limited
+from ...inert import excerpt
+from ..intake.roster import Learner
+from ..intake.times import gradescope_time
 
 METADATA = "submission_metadata.yml"
 _EXPORT_FOLDER = re.compile(r"assignment_\d+_export")

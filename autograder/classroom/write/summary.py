@@ -18,10 +18,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..inert import LearnerText, learner, markdown
-from ..scoring import round_points
-from ..spec import POINTS
-from .budget import share
+from ...inert import LearnerText, learner, markdown
+from ...scoring import round_points
+from ...spec import POINTS
+from ..budget import share
 
 TOP_MISTAKES = 3
 BINS = 10  # histogram bars, each a tenth of the maximum total

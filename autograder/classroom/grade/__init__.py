@@ -1,0 +1,1 @@
+"""Stage 2 of a class: grading its submissions, each in the confined pipeline."""
