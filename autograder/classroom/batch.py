@@ -47,13 +47,12 @@ from ..spec import POINTS
 from . import files, intake, progress, shards
 from .grade.graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
 from .grade.outcomes import Outcome, error_report
-from .intake import BatchError
+from .intake import BatchError, previous
 from .intake.roster import RosterError
 from .intake.times import parse_time
 from .rules.late import LatePolicy
 from .rules.rows import class_rows
-from .write import runs
-from .write.outputs import annotate, resolve_seed, write_outputs
+from .write.outputs import annotate, write_outputs
 
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 ERROR_CHARS = 20_000  # of one submission's traceback in it
@@ -131,13 +130,13 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         out = shards.folder(out, shard)
         submissions = {k: v for k, v in submissions.items() if shards.mine(k, shard)}
     else:
-        runs.check_loss(out, ready, allow_fewer)  # before anything is written
+        previous.check_loss(out, ready, allow_fewer)  # before anything is written
     if merge:
         seed = shards.gather(out, warn)
     (out / "reports").mkdir(parents=True, exist_ok=True)
     files.clean_temporaries(out)
     files.clean_temporaries(out / "reports")
-    seed = resolve_seed(out, seed, warn)
+    seed = previous.resolve_seed(out, seed, warn)
     hashes_file = out / "hashes.json"
     known = {} if force else files.read_json(hashes_file, warn) or {}
     if not isinstance(known, dict):

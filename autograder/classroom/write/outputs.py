@@ -26,7 +26,7 @@ Every file names a learner by one id, the roster's where there is a roster (``gr
 learner wrote (ids, names, file names, the words of their errors) reaches these files only as
 :class:`autograder.inert.LearnerText`, within that learner's share of each file (:mod:`..budget`).
 
-The seed is drawn (or read) before anything is graded (:func:`resolve_seed`); each report, with
+The seed is drawn (or read) before anything is graded (:func:`..intake.previous.resolve_seed`); each report, with
 ``hashes.json``, as its grade comes in (:func:`annotate`: what the class files need in it);
 the rest once every submission is graded (:func:`write_outputs`). Each file is written
 atomically (:mod:`..files`).
@@ -34,37 +34,12 @@ atomically (:mod:`..files`).
 from __future__ import annotations
 
 import multiprocessing
-import secrets
 from pathlib import Path
-from typing import Callable
 
 from .. import files
 from . import runs, summary
 from .. import similarity as sim
 from .classfiles import write_anonymous, write_class_files
-
-SEED_FILE = ".seed"
-
-
-def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> int:
-    """The seed of this output folder: drawn once, stored (0600), reused; ``--seed`` sets it."""
-    f = Path(out) / SEED_FILE
-    stored = None
-    if f.exists():
-        try:
-            stored = int(f.read_text().strip())
-        except (OSError, ValueError):
-            say(f"{f} is damaged; a new seed is stored and every submission is graded again")
-    if given is None and stored is not None:
-        return stored
-    seed = given if given is not None else secrets.randbits(63)
-    if stored is not None and stored != seed:
-        say(f"--seed differs from the seed stored in {f}: every submission is graded again with the new "
-            f"seed, which replaces the stored one")
-    if stored != seed:
-        files.write_atomic(f, f"{seed}\n", mode=0o600)
-    return seed
-
 
 def annotate(report: dict, learner: str, submission) -> None:
     """What the class files need in a report: the learner, what was graded (no machine paths)."""

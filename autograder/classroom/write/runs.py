@@ -1,10 +1,8 @@
 """What a batch's output folder remembers of its last run, so that a run never replaces a
 class's files with ones that lost information without saying so.
 
-* ``class.json``: how many learners the last run graded (had a submission), of how many.
-  A run that would grade fewer (a damaged download, the wrong folder, a roster that no longer
-  matches the submissions) is refused before it writes anything: exit status 2, one line
-  with both counts, every earlier file byte-identical. ``--allow-fewer`` replaces them.
+* ``class.json``: how many learners this run graded (had a submission), of how many, which
+  the next run reads before it grades (:mod:`..intake.previous`).
 * Files of learners this run does not have (feedback and reports of an earlier roster, or of
   submissions no longer in the class folder) are moved to ``stale/``, never left beside the
   current ones to be handed out, and the run says how many and where.
@@ -17,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,40 +25,10 @@ from .. import files
 from ..budget import CELL, share
 from .classfiles import file_name
 from ..intake.controls import signed
-from ..intake import BatchError
+from ..intake.previous import RECORD, graded_learners
 
-RECORD = "class.json"
 STALE = "stale"
 HISTORY = "history.csv"
-
-
-def graded_learners(ready) -> int:
-    """Learners with a submission in this run (a group's members each count)."""
-    return len({ready.owner[who.id] for people in ready.claims.values() for who in people})
-
-
-def _previous(out: Path) -> tuple[int, str] | None:
-    """(learners graded by OUT's last run, where that comes from), or None for a new folder."""
-    try:
-        return int(json.loads((out / RECORD).read_text())["graded_learners"]), str(out / RECORD)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:  # a folder written before class.json existed: its gradebook says it
-        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
-            return sum(row.get("status") != "no submission" for row in csv.DictReader(f)), str(out / "grades.csv")
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
-
-
-def check_loss(out: Path, ready, allow_fewer: bool) -> None:
-    """BatchError when this run would grade fewer learners than OUT's last one."""
-    previous = _previous(Path(out))
-    now = graded_learners(ready)
-    if previous is None or allow_fewer or now >= previous[0]:
-        return
-    raise BatchError(f"{out} holds the grades of {previous[0]} learners with a submission ({previous[1]}); this "
-                     f"run finds {now}: nothing was written, so as not to replace them. Check the class folder and "
-                     "the roster, write into another --out, or pass --allow-fewer to replace them")
 
 
 def record(out: Path, ready) -> None:

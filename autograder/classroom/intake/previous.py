@@ -1,0 +1,71 @@
+"""What the output folder OUT holds of its last run, read before anything is graded.
+
+* ``class.json``: how many learners the last run graded (had a submission), of how many.
+  A run that would grade fewer (a damaged download, the wrong folder, a roster that no longer
+  matches the submissions) is refused before it writes anything: exit status 2, one line
+  with both counts, every earlier file byte-identical. ``--allow-fewer`` replaces them.
+* ``.seed``: the seed of the randomized cases, drawn once for this folder (mode 0600) and
+  reused; ``--seed`` sets it, and a seed that differs from the stored one regrades everyone.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import secrets
+from pathlib import Path
+from typing import Callable
+
+from .. import files
+from . import BatchError
+
+RECORD = "class.json"
+SEED_FILE = ".seed"
+
+
+def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> int:
+    """The seed of this output folder: drawn once, stored (0600), reused; ``--seed`` sets it."""
+    f = Path(out) / SEED_FILE
+    stored = None
+    if f.exists():
+        try:
+            stored = int(f.read_text().strip())
+        except (OSError, ValueError):
+            say(f"{f} is damaged; a new seed is stored and every submission is graded again")
+    if given is None and stored is not None:
+        return stored
+    seed = given if given is not None else secrets.randbits(63)
+    if stored is not None and stored != seed:
+        say(f"--seed differs from the seed stored in {f}: every submission is graded again with the new "
+            f"seed, which replaces the stored one")
+    if stored != seed:
+        files.write_atomic(f, f"{seed}\n", mode=0o600)
+    return seed
+
+
+def graded_learners(ready) -> int:
+    """Learners with a submission in this run (a group's members each count)."""
+    return len({ready.owner[who.id] for people in ready.claims.values() for who in people})
+
+
+def _previous(out: Path) -> tuple[int, str] | None:
+    """(learners graded by OUT's last run, where that comes from), or None for a new folder."""
+    try:
+        return int(json.loads((out / RECORD).read_text())["graded_learners"]), str(out / RECORD)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:  # a folder written before class.json existed: its gradebook says it
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            return sum(row.get("status") != "no submission" for row in csv.DictReader(f)), str(out / "grades.csv")
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def check_loss(out: Path, ready, allow_fewer: bool) -> None:
+    """BatchError when this run would grade fewer learners than OUT's last one."""
+    previous = _previous(Path(out))
+    now = graded_learners(ready)
+    if previous is None or allow_fewer or now >= previous[0]:
+        return
+    raise BatchError(f"{out} holds the grades of {previous[0]} learners with a submission ({previous[1]}); this "
+                     f"run finds {now}: nothing was written, so as not to replace them. Check the class folder and "
+                     "the roster, write into another --out, or pass --allow-fewer to replace them")
