@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -210,13 +211,34 @@ def test_the_seed_the_environment_and_the_output_paths_stay_with_the_grader(tmp_
     sub = hostile(tmp_path, "snoop_secrets", SECRET_SEED_VALUE=seed, SECRET_ENV_VALUE=env_secret,
                   SECRET_PATH_VALUE=path_secret, SECRET_FILE=notes)
     out = tmp_path / f"{path_secret}.json"
-    mha_grade([sub, "-e", "softmax", "-e", "causal_mask", *given, "--json", out], tmp_path,
-              env={"INSTRUCTOR_TOKEN": env_secret})
+    grader = _mha_grade_pid([sub, "-e", "softmax", "-e", "causal_mask", *given, "--json", out], tmp_path,
+                            env={"INSTRUCTOR_TOKEN": env_secret})
     assert json.loads(out.read_text())["seed"] == int(seed)
     results = graded(out)
-    said = results["softmax"]["cases"][0]["feedback"]
-    assert "FOUND  END" in said, said  # ran, and found nothing: not in argv, environ, /proc, cwd, /etc/shadow
+    # found nothing: not in argv, environ, /proc (the grader's), cwd, /etc/shadow
+    assert_snooped_nothing(results["softmax"]["cases"][0]["feedback"], grader)
     assert_honest_exercises_keep_their_points(results)
+
+
+def _mha_grade_pid(args: list, cwd: Path, env: dict | None = None) -> int:
+    """``mha_grade``, which must succeed, and the grader's pid (the fresh image keeps it)."""
+    proc = mha_grade(args, cwd, env=env, popen=True)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    return proc.pid
+
+
+def assert_snooped_nothing(said: str, holder: int):
+    """``said`` is the snoop's report (``adversarial/snoop_secrets.py``): it ran to the end,
+    looked at the /proc entries of pid ``holder`` (a process that holds the secrets) and of all
+    the pids of its walk, and found nothing. What it looked at is what it says it walked, not
+    what the CPU time it took allows: its walk is bounded and checks its own budget."""
+    assert "FOUND  END" in said, said
+    walk = re.search(r"END WALKED (\d+-\d+(?: \d+-\d+)*)( CUT)?", said)
+    assert walk, said
+    runs = [tuple(map(int, run.split("-"))) for run in walk.group(1).split()]
+    assert any(lo <= holder <= hi for lo, hi in runs), f"the snoop never looked at pid {holder}: {said}"
+    assert not walk.group(2), f"the snoop ran out of its CPU budget before the end of its walk: {said}"
 
 
 def _children(pid: int) -> list[int]:
@@ -329,11 +351,11 @@ def test_a_batchs_learner_finds_no_secret_either(tmp_path):
     klass.mkdir()
     shutil.move(hostile(tmp_path, "snoop_secrets", SECRET_SEED_VALUE=seed, SECRET_ENV_VALUE=env_secret,
                         SECRET_PATH_VALUE="PATHSECRET", SECRET_FILE=notes), klass / "mallory")
-    mha_grade(["batch", klass, "--out", out, "--seed", seed, "-e", "softmax", "-e", "causal_mask", "--jobs", "1",
-               "--similarity", "--quiet"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret})
+    batch = _mha_grade_pid(["batch", klass, "--out", out, "--seed", seed, "-e", "softmax", "-e", "causal_mask",
+                            "--jobs", "1", "--similarity", "--quiet"], tmp_path, env={"INSTRUCTOR_TOKEN": env_secret})
     results = {e["id"]: e for e in json.loads((out / "reports" / "mallory.json").read_text())["exercises"]}
-    said = results["softmax"]["cases"][0]["feedback"]
-    assert "FOUND  END" in said, said  # ran, and found nothing: argv, environ, /proc (memory too), cwd
+    # found nothing: argv, environ, /proc (the batch's and all between: memory too), cwd
+    assert_snooped_nothing(results["softmax"]["cases"][0]["feedback"], batch)
     assert results["causal_mask"]["score"] == 4
 
 

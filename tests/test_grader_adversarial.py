@@ -80,7 +80,7 @@ def test_infinite_loop_times_out_alone(zygote, tmp_path):
                           ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
     # Stopped by its case's CPU limit (0.5 s), long before the exercise's 60 s.
     assert_only(results, "softmax", "timed out", f"more than {EXERCISES['softmax'].case_cpu:g} s of CPU time")
-    assert took < 20
+    assert took < 60  # not stopped at the wall limit: bounded by the limit, not by a guess at the machine's speed
 
 
 def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
@@ -111,7 +111,9 @@ def test_an_import_that_never_ends_is_stopped_at_the_import_cpu_limit(zygote, tm
         assert (r.status, r.score) == ("timed out", 0), r.feedback
         assert "importing attention.py used more than 1 s of CPU time" in " ".join(c.feedback for c in r.cases)
     assert (results["causal_mask"].status, results["causal_mask"].score) == ("passed", 4)
-    assert took < 20  # two imports stopped after 1 s of CPU each, not two 60 s limits
+    # Two imports stopped after 1 s of CPU each: either stopped at its 60 s wall limit instead
+    # would make this at least 60 s (what it takes below that depends on the machine's load).
+    assert took < 60
 
 
 def test_memory_bomb_is_stopped(zygote, tmp_path):
@@ -345,7 +347,7 @@ def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path, monkeypatch):
                                   time_limit=30, budget=2.0, zygote=zygote)
     took = clock.monotonic() - t0
     statuses = {r.id: r.status for r in rep.exercises}
-    assert statuses["softmax"] == "timed out" and took < 2.0 + 15  # not the 30 s limit
+    assert statuses["softmax"] == "timed out" and took < 30  # not the 30 s limit (below it: the machine's load)
     assert "time budget" in rep.exercises[0].cases[0].feedback
     # Whatever the budget left for, the report is complete and nothing is scored unearned.
     assert len(rep.exercises) == 3 and rep.exercises[0].score == 0
