@@ -36,7 +36,7 @@ from ...spec import MODULE_OF
 from .learner_readme import LEARNER_REQUIREMENTS, readme
 from .unsolved import shows_solution, strip_file
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout the release is built from: its book, its pyproject.toml
+ROOT = Path(__file__).resolve().parents[3]  # the checkout the release is built from: its book, its pyproject.toml
 BOOK_CONFIG = ("_config.yml", "_toc.yml")
 SKIP = {"__pycache__", ".ipynb_checkpoints", "_build", ".pytest_cache"}
 
