@@ -138,15 +138,18 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_
     child.start(exchange.job(data["id"], data["module"], sources, [(c["driver"], c["inputs"]) for c in cases],
                              data["memory_mb"], data["timeout"], workdir=scratch))
     deadline = time.monotonic() + data["timeout"]
+    cpu = data["case_cpu"] * exchange.CPU_MARGIN if data.get("case_cpu") else None  # as the grader's limit
     try:
         outputs, ended = child.collect(len(cases), deadline, lambda *a: b"",  # no proxies: nothing to answer
-                                       timeouts, data.get("case_cpu"))
+                                       timeouts, cpu)
     finally:
         status = zygote.finish(child)
+    failed = exchange.not_imported_in(child.not_imported, sources)
     if not_imported is not None:
-        not_imported.update(child.not_imported)
-    return exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
-                           case_cpu=data.get("case_cpu"), case_timeouts=timeouts)
+        not_imported.update(failed)
+    outputs = exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
+                              case_cpu=cpu, case_timeouts=timeouts, memory=child.memory)
+    return exchange.held_to_facts(exchange.in_the_notes_words(outputs, failed), sources, data["module"], data["id"])
 
 
 def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=None):
@@ -172,7 +175,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
                 failed: dict = {}
                 outputs = run_exercise(zygote, submission.sources, data, f"{scratch}/{i}", failed)
                 results.append(judge(data, outputs))
-                results[-1].notes += exchange.stand_in_notes(failed, data["module"])
+                results[-1].notes += exchange.stand_in_notes(failed, data["module"], submission.sources)
                 results[-1].not_imported = failed
     finally:
         if own_zygote:

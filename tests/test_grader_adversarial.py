@@ -78,9 +78,12 @@ def assert_only(results, hurt: str, status: str | tuple[str, ...], kind_text: st
 def test_infinite_loop_times_out_alone(zygote, tmp_path):
     results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
                           ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
-    # Stopped by its case's CPU limit (0.5 s), long before the exercise's 60 s.
-    assert_only(results, "softmax", "timed out", f"more than {EXERCISES['softmax'].case_cpu:g} s of CPU time")
-    assert took < 20
+    # Stopped by its case's CPU limit (0.5 s, times the margin), long before the exercise's 60 s;
+    # each case its own outcome (the first rerun once): every case loops, every case timed out.
+    limit = EXERCISES["softmax"].case_cpu * exchange.CPU_MARGIN
+    assert_only(results, "softmax", "timed out", f"more than {limit:g} s of CPU time")
+    assert all(c.feedback.startswith("timed out") for c in results["softmax"].cases)
+    assert took < 20 + 2 * limit * len(results["softmax"].cases)
 
 
 def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
@@ -115,9 +118,11 @@ def test_an_import_that_never_ends_is_stopped_at_the_import_cpu_limit(zygote, tm
 
 
 def test_memory_bomb_is_stopped(zygote, tmp_path):
+    """Stopped by the address-space limit: its MemoryError is the learner's own exception, told
+    in its words (the grader's "ran out of memory" is the kernel's OOM count alone)."""
     results, _ = grade(submission(tmp_path, "attention", "memory_bomb"), zygote,
                        ["softmax", "scaled_dot_product_attention"])
-    assert_only(results, "softmax", "error", "memory")
+    assert_only(results, "softmax", "failed", "MemoryError")
 
 
 @pytest.mark.parametrize("hostile, status, text", [
@@ -371,7 +376,9 @@ def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypat
     r = rep.exercises[0]
     assert r.status == "timed out" and r.score == 0
     assert "this case's 1 s" in r.cases[0].feedback
-    assert time.monotonic() - t0 < softmax.timeout
+    # Each case runs to its own limit (its own outcome, not the first one's), within the exercise's.
+    assert all(c.feedback.startswith("timed out") for c in r.cases)
+    assert time.monotonic() - t0 < softmax.timeout + 5
 
 
 @pytest.mark.parametrize("hostile, case_timeout", [("sleep_forever", None), ("sleep_forever", 1.0), ("infinite_loop", None),
@@ -398,8 +405,11 @@ def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path
     graded = runner.grade_submission(sub, exercises=["softmax"], zygote=zygote).exercises[0]
     checked = selfcheck.check_submission(sub, ["softmax"], directory=tmp_path / "public", zygote=zygote).exercises[0]
     said = {c.feedback for c in graded.cases}
-    assert len(said) == 1 and not graded.cases[0].passed, said  # every case ended the same way
-    assert {c.feedback for c in checked.cases} == said
+    # The first case's end in the same words; the grader then gives each later case its own
+    # outcome (the exercise's limit, for a case that waits forever after one that did).
+    assert not graded.cases[0].passed and graded.cases[0].feedback == checked.cases[0].feedback
+    assert len(said) == 1 or case_timeout and said <= {graded.cases[0].feedback, checked.cases[-1].feedback} | {
+        c.feedback for c in graded.cases if c.feedback.startswith("timed out: no result within")}
     assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)
     if case_timeout:
-        assert "this case's 1 s" in said.pop()
+        assert "this case's 1 s" in graded.cases[0].feedback

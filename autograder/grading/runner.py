@@ -141,6 +141,9 @@ class _Running:
     early: list | None = None  # outputs decided without a child (budget spent)
     cpu: float = 0.0  # the child's CPU seconds when it took the job, then what the job cost
     refused_tasks: int = 0  # new threads the child's pids group refused (its thread cap)
+    job: dict | None = None  # what the child was sent: a rerun sends the cases from one on
+    sources: dict | None = None  # the submission's: what the grader reads itself (isolation/facts.py)
+    not_imported: dict | None = None  # the children's record of modules that did not import
 
 
 def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch,
@@ -180,7 +183,7 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
             cache.warm(exercise, seed, exercise_cases(exercise, seed))
         while queue:
             run = queue.popleft()
-            outputs = _outputs(zygote, run, run_deadline, idle)
+            outputs = _outputs(zygote, run, run_deadline, idle, start)
             fill()  # the next exercise starts (in the child just freed if reusable) before this is judged
             results.append(_judge(run, outputs))
     finally:
@@ -197,35 +200,68 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
         return _Running(exercise, cases, None, timeout, proxies, early)
-    child = start(exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
-                               exercise.memory_mb, timeout, proxies))
+    job = exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
+                       exercise.memory_mb, timeout, proxies)
+    child = start(job)
     cpu = child.cpu_seconds()
     cache.warm(exercise, seed, cases)  # reference outputs from disk, or computed while the child runs
-    return _Running(exercise, cases, child, timeout, proxies, cpu=cpu)
+    return _Running(exercise, cases, child, timeout, proxies, cpu=cpu, job=job, sources=submission.sources)
 
 
-def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
+def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
     """Every case's output or CaseError; the child back in ``idle`` if it can run another
-    exercise, else killed and reaped, whatever happened."""
+    exercise, else killed and reaped, whatever happened.
+
+    A case that runs out of its CPU limit (or its own time limit) is rerun once, in a fresh
+    child, before it is called slow (the first such case of the exercise: a busy moment of the
+    machine is not the learner's); the cases after it then run in a fresh child of their own,
+    so that each gets its own outcome, never the one before's. What the cases' errors say is
+    then held to what the grader read in the sources itself (``exchange.held_to_facts``)."""
     if run.early is not None:
         return run.early
     # The clock starts when the grader turns to this child (it answers the child's calls to
     # proxied exercises only from then on): a head start is free, waiting is not charged.
     deadline = min(time.monotonic() + run.timeout, run_deadline)
-    outputs, ended, status = [None] * len(run.cases), "closed", None
-    try:
-        outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
-                                           [c.timeout for c in run.cases], run.exercise.case_cpu)
-    finally:
-        run.cpu = max(0.0, run.child.cpu_seconds() - run.cpu)  # before the child is reaped
-        if ended is None and run.child.reusable:
-            idle.append(run.child)
+    n, timeouts = len(run.cases), [c.timeout for c in run.cases]
+    cpu_limit = run.exercise.case_cpu * exchange.CPU_MARGIN
+    outputs: list = [None] * n
+    first, child, since, rerun, spent = 0, run.child, run.cpu, None, 0.0
+    failed: dict = {}
+    settle = dict(module=run.exercise.module, seconds=run.timeout, deadline=deadline, case_cpu=cpu_limit,
+                  run_deadline=run_deadline)
+    while True:
+        part, ended, status = [None] * (n - first), "closed", None
+        try:
+            part, ended = child.collect(n - first, deadline, _answerer(run.proxies), timeouts[first:], cpu_limit)
+        finally:
+            spent += max(0.0, child.cpu_seconds() - since)  # before the child is reaped
+            if ended is None and child.reusable:
+                idle.append(child)
+            else:
+                status = zygote.finish(child)
+                run.refused_tasks += getattr(child, "refused_tasks", 0)
+        failed.update(child.not_imported)
+        pending = next((i for i, o in enumerate(part) if o is None), None)
+        own = ended == "cpu" or ended == "timeout" and pending is not None and timeouts[first + pending] is not None
+        if pending is None or not own or time.monotonic() >= deadline:
+            outputs[first:] = exchange.settle(part, ended, status, case_timeouts=timeouts[first:],
+                                              memory=child.memory, **settle)
+            break
+        case = first + pending
+        outputs[first:case] = part[:pending]
+        if rerun is None:  # its first run may have met a busy moment: once more, in a fresh child
+            rerun, first = case, case
         else:
-            status = zygote.finish(run.child)
-            run.refused_tasks = getattr(run.child, "refused_tasks", 0)
-    return exchange.settle(outputs, ended, status, module=run.exercise.module, seconds=run.timeout, deadline=deadline,
-                           case_cpu=run.exercise.case_cpu, case_timeouts=[c.timeout for c in run.cases],
-                           run_deadline=run_deadline)
+            outputs[case] = exchange.settle([None], ended, status, case_timeouts=[timeouts[case]], **settle)[0]
+            first = case + 1
+        if first >= n:
+            break
+        child = start(dict(run.job, cases=run.job["cases"][first:]))
+        since = child.cpu_seconds()
+    run.cpu = spent
+    run.not_imported = exchange.not_imported_in(failed, run.sources)
+    outputs = exchange.in_the_notes_words(outputs, run.not_imported)
+    return exchange.held_to_facts(outputs, run.sources, run.exercise.module, run.exercise.id)
 
 
 def _proxies(exercise: Exercise) -> dict[str, str]:
@@ -301,10 +337,8 @@ def _judge(run: _Running, outputs: list) -> ExerciseResult:
     if run.refused_tasks:
         notes.append(f"your code tried to start more threads than its process may have ({TASKS}): "
                      f"{run.refused_tasks} were refused")
-    # The child's record of this exercise (a reused child is given its next job before this
-    # runs, but its record changes only in its next collect, after this).
-    failed = dict(run.child.not_imported) if run.child is not None else {}
-    notes += exchange.stand_in_notes(failed, run.exercise.module)
+    failed = dict(run.not_imported or {})  # the children's record, kept by _outputs
+    notes += exchange.stand_in_notes(failed, run.exercise.module, run.sources)
     try:
         result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
         result.not_imported = failed
