@@ -149,7 +149,8 @@ def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_
         not_imported.update(failed)
     outputs = exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
                               case_cpu=cpu, case_timeouts=timeouts, memory=child.memory)
-    return exchange.held_to_facts(exchange.in_the_notes_words(outputs, failed), sources, data["module"], data["id"])
+    return exchange.held_to_facts(exchange.in_the_notes_words(outputs, failed), sources, data["module"], data["id"],
+                                  failed)
 
 
 def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=None):

@@ -261,7 +261,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
     run.cpu = spent
     run.not_imported = exchange.not_imported_in(failed, run.sources)
     outputs = exchange.in_the_notes_words(outputs, run.not_imported)
-    return exchange.held_to_facts(outputs, run.sources, run.exercise.module, run.exercise.id)
+    return exchange.held_to_facts(outputs, run.sources, run.exercise.module, run.exercise.id, run.not_imported)
 
 
 def _proxies(exercise: Exercise) -> dict[str, str]:

@@ -56,6 +56,7 @@ LEARNER_USER_TASKS = 256  # all learners' tasks at once, under --run-as without 
 MEMORY_CEILING = 2  # exercises' memory allowances the learner's code may raise its own limit to
 FILES = 256  # descriptors per child (RLIMIT_NOFILE, hard): an honest exercise opens a few dozen
 OOM_SCORE_ADJ = 1000  # the child first, for any OOM killer
+MEMORY_FLOOR_MB = 128  # a child's memory group is never limited below this (an honest exercise needs far less)
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
@@ -319,7 +320,7 @@ class MemoryGroups:
         mine = os.path.join(self.base, str(os.getpid()))
         if not self.shared:
             os.mkdir(mine)
-        limit = str(limit_mb * 2**20)
+        limit = str(min(limit_mb * 2**20, self.headroom()))
         if self.v2:
             _write(os.path.join(mine, "memory.max"), limit)
             _write_if_there(os.path.join(mine, "memory.swap.max"), "0")
@@ -330,6 +331,26 @@ class MemoryGroups:
             _write_if_there(os.path.join(mine, "memory.swappiness"), "0")
         if not self.shared:
             _write(os.path.join(mine, "cgroup.procs"), str(os.getpid()))
+
+    def headroom(self) -> int:
+        """Bytes a child may have so that the two at work (the grader's ``PARALLEL``) fit in what
+        the groups above them (a container's) and the machine have left: half of the least, and
+        at least :data:`MEMORY_FLOOR_MB`. Then the child's own group is the one whose limit is
+        met, and the OOM killer ends a child that fills memory its resident size does not show
+        (memfd pages), never its neighbour or the grader, which a container's OOM killer would
+        choose between by resident size."""
+        left = []
+        where = os.path.dirname(self.base)
+        while len(where) > len("/sys/fs/cgroup") and where.startswith("/sys/fs/cgroup"):
+            limit = _read(os.path.join(where, "memory.max" if self.v2 else "memory.limit_in_bytes")).strip()
+            used = _read(os.path.join(where, "memory.current" if self.v2 else "memory.usage_in_bytes")).strip()
+            if limit.isdigit() and used.isdigit():
+                left.append(int(limit) - int(used))
+            where = os.path.dirname(where)
+        for line in _read("/proc/meminfo").splitlines():
+            if line.startswith("MemAvailable:") and line.split()[1].isdigit():
+                left.append(int(line.split()[1]) * 1024)
+        return max(MEMORY_FLOOR_MB * 2**20, min(left, default=2**62) // 2)
 
     def measured(self, pid: int) -> tuple[int, int, int]:
         """``(oom_kills, limit_mb, peak_mb)`` of a reaped child's group; ``(-1, 0, 0)`` without one."""

@@ -295,12 +295,14 @@ def _ending(ended, status, outputs, *, module, seconds, deadline, case_cpu, case
     return CaseError("garbage", "no result for this case")  # "done" with cases left out
 
 
-def held_to_facts(outputs: list, sources: dict, module: str, exercise: str) -> list:
+def held_to_facts(outputs: list, sources: dict, module: str, exercise: str, failed: dict | None = None) -> list:
     """The child's account of each case, held to what the grader read in the sources itself
     (``facts.py``): a module not handed in, or one that Python's parser refuses, or one that
     never binds the exercise's name, fails every case in the grader's words whatever the child
     said; "the stub still raises NotImplementedError" only where the module has such a raise
-    (else the child's claim is an exception of its own, in its own words)."""
+    (else the child's claim is an exception of its own, in its own words). "Your file does not
+    import" is the child's to say only as an import does fail: for every case, with the module in
+    the child's record of failed imports (``failed``); a case alone saying so is an exception."""
     n = len(outputs)
     if module not in sources:
         return [CaseError("missing", f"{module}.py is not in the submission")] * n
@@ -310,7 +312,11 @@ def held_to_facts(outputs: list, sources: dict, module: str, exercise: str) -> l
     if not found.may_define(exercise):
         return [CaseError("missing", f"{module}.py defines no `{exercise}`")] * n
     held = []
+    imports = failed is not None and module in failed and all(
+        isinstance(o, CaseError) and o.kind == "import" for o in outputs)
     for output in outputs:
+        if isinstance(output, CaseError) and output.kind == "import" and not imports:
+            output = CaseError("exception", output.message)
         if isinstance(output, CaseError) and output.kind == "not_implemented" and not found.not_implemented:
             output = CaseError("exception", "NotImplementedError" + (f": {output.message}" if output.message else ""))
         elif isinstance(output, CaseError) and output.kind == "not_implemented":

@@ -27,7 +27,8 @@ from .pristine import Pristine, children
 # The environment a learner-side process keeps: what Python, NumPy and torch read, nothing
 # of the instructor's (tokens, paths of the class folder, ...).
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-            "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "MHA_GRADE_RUN_AS")
+            "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "MHA_GRADE_RUN_AS",
+            "MHA_GRADE_NO_MEMORY_CGROUP")  # the last: the fallback's test forces it (budget.plan)
 
 
 def main(argv=None) -> None:
