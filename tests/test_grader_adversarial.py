@@ -413,3 +413,35 @@ def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path
     assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)
     if case_timeout:
         assert "this case's 1 s" in graded.cases[0].feedback
+
+
+# -------------------------------------------------------------------- limits that hold under load
+
+def test_the_case_after_a_timeout_gets_its_own_outcome(zygote, tmp_path):
+    """apply_rope loops at positions in the thousands; the next case (an odd d, which must
+    raise at once) is graded on what the code does there, not reported timed out."""
+    results, _ = grade(submission(tmp_path, "language_model", "rope_loops_far"), zygote, ["apply_rope"], time_limit=30)
+    cases = results["apply_rope"].cases
+    far = [i for i, c in enumerate(cases) if "2500 to 3499" in c.name]
+    assert far and far[0] + 1 < len(cases)
+    assert cases[far[0]].feedback.startswith("timed out: this case used more than"), cases[far[0]].feedback
+    assert [c.passed for i, c in enumerate(cases) if i != far[0]] == [True] * (len(cases) - 1), [
+        (c.name, c.feedback) for c in cases if not c.passed]
+    assert results["apply_rope"].status == "timed out" and 0 < results["apply_rope"].score < 3
+
+
+def test_a_right_but_slow_rope_gets_the_same_grade_on_a_busy_machine(zygote, tmp_path):
+    """``dense_rope.py`` needs about 0.4-0.6 s of CPU at positions 2500-3499 (the exercise's
+    budget is 0.5 s a case): graded 10 times while two processes started here keep both cores
+    busy, it gets its full grade every time."""
+    sub = submission(tmp_path, "language_model", "dense_rope")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        grades = [runner.grade_submission(sub, exercises=["apply_rope"], zygote=zygote).exercises[0]
+                  for _ in range(10)]
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert {(r.status, r.score) for r in grades} == {("passed", 3.0)}, [
+        (r.score, [c.feedback for c in r.cases if not c.passed]) for r in grades]
