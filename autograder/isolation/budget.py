@@ -21,9 +21,10 @@ per child whoever runs the grader.
 **Memory** (what the address-space limit of ``child.py`` does not see: a ``memfd_create`` file
 or a tmpfs file is in no process's address space or resident set):
 
-* ``cgroup``: a memory control group per child (v2's ``memory.max`` with ``memory.swap.max``
-  0; v1's ``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``), of the exercise's
-  allowance, where this process may create one. The kernel charges every page the child
+* ``cgroup``: a memory control group per child (in cgroup v2 its files memory.max, and
+  memory.swap.max at 0; in v1 memory.limit_in_bytes and memory.memsw.limit_in_bytes), of the
+  exercise's allowance or half of what the groups above it and the machine have left
+  (:meth:`MemoryGroups.headroom`), where this process may create one. The kernel charges every page the child
   owns to it (its heap, files in memory, shared memory), its OOM killer ends the child alone,
   and the grader reads the group's OOM kills: "ran out of memory" is the kernel's count,
   never the learner's word.
