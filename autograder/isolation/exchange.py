@@ -3,6 +3,14 @@ exercise's job, :meth:`Child.collect` answers its calls to proxied exercises and
 output per case until the deadline, or until a case has used its CPU limit (read from the
 kernel's count, which the learner's code cannot change). ``sandbox.py`` starts and ends the
 children; ``child.py`` is the code that runs in them.
+
+Everything a child sends is the learner's: its code runs in that process and can rewrite
+whatever reports its errors there, or write to the socket itself. So a case's error from a
+child is only ever the learner's exception in the learner's words (:data:`CHILD_KINDS`), and
+what the grader states in its own words it finds itself (:func:`settle`): a timeout from its
+clock and the kernel's CPU count, a crash from the wait status, "ran out of memory" from the
+memory cgroup's OOM kills (:class:`Memory`), "not attempted" and "does not import" from its
+own parse of the sources (:func:`held_to_facts`, ``facts.py``).
 """
 from __future__ import annotations
 
