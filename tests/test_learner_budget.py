@@ -373,3 +373,41 @@ def test_a_memfd_filler_in_a_768_mb_container_gets_a_complete_report(tmp_path):
     assert tests["causal_mask"]["score"] == tests["causal_mask"]["max_score"], tests["causal_mask"]["output"]
     assert tests["scaled_dot_product_attention"]["score"] == tests["scaled_dot_product_attention"]["max_score"], tests["scaled_dot_product_attention"]["output"]
     assert events  # the group was the container's: its counts were there to read
+
+
+def test_a_batch_with_a_memfd_filler_in_768_mb_grades_every_honest_learner(tmp_path):
+    """``mha-grade batch --jobs 2`` in a 768 MB memory cgroup (as above): three honest learners
+    and one whose softmax fills memfd files. Every honest learner gets full marks, the filler's
+    row is written, and the batch ends by itself."""
+    group = _memory_group(768)
+    if group is None:
+        pytest.skip("no memory cgroup may be made here")
+    klass, out = tmp_path / "class", tmp_path / "out"
+    for i in range(3):
+        shutil.copytree(Path(__file__).resolve().parents[1] / "solutions", klass / f"honest{i}",
+                        ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    shutil.copytree(_memfd_submission(tmp_path), klass / "afill")  # "a" < "h": graded first
+
+    def enter():
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    try:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "--jobs", "2",
+                               "--quiet", "--exercise", "softmax", "--exercise", "causal_mask"], preexec_fn=enter,
+                              capture_output=True, text=True, timeout=900, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    finally:
+        for _ in range(100):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                import time
+                time.sleep(0.05)
+    assert proc.returncode == 0, proc.stderr
+    reports = {p.stem: json.loads(p.read_text()) for p in (out / "reports").glob("*.json")}
+    assert set(reports) == {"afill", "honest0", "honest1", "honest2"}, set(reports)
+    for name in ("honest0", "honest1", "honest2"):
+        assert reports[name]["score"] == reports[name]["max_score"], (name, reports[name]["score"])
+    softmax = next(e for e in reports["afill"]["exercises"] if e["id"] == "softmax")
+    assert softmax["score"] == 0 and softmax["status"] == "error", softmax["status"]

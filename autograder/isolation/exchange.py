@@ -317,11 +317,11 @@ def held_to_facts(outputs: list, sources: dict, module: str, exercise: str, fail
     found = facts.of(sources[module])
     if found.error:
         return [CaseError("import", f"{module}.py: {found.words}")] * n
-    if not found.may_define(exercise):
-        return [CaseError("missing", f"{module}.py defines no `{exercise}`")] * n
-    held = []
     imports = failed is not None and module in failed and all(
         isinstance(o, CaseError) and o.kind == "import" for o in outputs)
+    if not found.may_define(exercise) and not imports:  # a module that raises first is said so first
+        return [CaseError("missing", f"{module}.py defines no `{exercise}`")] * n
+    held = []
     for output in outputs:
         if isinstance(output, CaseError) and output.kind == "import" and not imports:
             output = CaseError("exception", output.message)
