@@ -83,7 +83,9 @@ def test_infinite_loop_times_out_alone(zygote, tmp_path):
     limit = EXERCISES["softmax"].case_cpu * exchange.CPU_MARGIN
     assert_only(results, "softmax", "timed out", f"more than {limit:g} s of CPU time")
     assert all(c.feedback.startswith("timed out") for c in results["softmax"].cases)
-    assert took < 20 + 2 * limit * len(results["softmax"].cases)
+    # What it cost is CPU time (a busy machine stretches the wall time, not this): each case's
+    # limit once, the first case's twice (its rerun), and a little for the imports.
+    assert results["softmax"].cpu_seconds <= limit * (len(results["softmax"].cases) + 1) + 2
 
 
 def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
