@@ -407,9 +407,10 @@ def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path
     graded = runner.grade_submission(sub, exercises=["softmax"], zygote=zygote).exercises[0]
     checked = selfcheck.check_submission(sub, ["softmax"], directory=tmp_path / "public", zygote=zygote).exercises[0]
     said = {c.feedback for c in graded.cases}
-    # The first case's end in the same words; the grader then gives each later case its own
-    # outcome (the exercise's limit, for a case that waits forever after one that did).
+    # The first case's end in the same words; both then give each later case its own outcome
+    # (``exchange.run_cases``: the exercise's limit, for a case that waits forever after one that did).
     assert not graded.cases[0].passed and graded.cases[0].feedback == checked.cases[0].feedback
+    assert case_timeout or {c.feedback for c in checked.cases} == said
     assert len(said) == 1 or case_timeout and said <= {graded.cases[0].feedback, checked.cases[-1].feedback} | {
         c.feedback for c in graded.cases if c.feedback.startswith("timed out: no result within")}
     assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)

@@ -209,59 +209,36 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
 
 
 def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
-    """Every case's output or CaseError; the child back in ``idle`` if it can run another
-    exercise, else killed and reaped, whatever happened.
-
-    A case that runs out of its CPU limit (or its own time limit) is rerun once, in a fresh
-    child, before it is called slow (the first such case of the exercise: a busy moment of the
-    machine is not the learner's); the cases after it then run in a fresh child of their own,
-    so that each gets its own outcome, never the one before's. What the cases' errors say is
-    then held to what the grader read in the sources itself (``exchange.held_to_facts``)."""
+    """Every case's output or CaseError (``exchange.run_cases``: a case over its limit rerun
+    once, each later case its own outcome; the errors held to the grader's own facts); each
+    child back in ``idle`` if it can run another exercise, else killed and reaped."""
     if run.early is not None:
         return run.early
     # The clock starts when the grader turns to this child (it answers the child's calls to
     # proxied exercises only from then on): a head start is free, waiting is not charged.
     deadline = min(time.monotonic() + run.timeout, run_deadline)
-    n, timeouts = len(run.cases), [c.timeout for c in run.cases]
-    cpu_limit = run.exercise.case_cpu * exchange.CPU_MARGIN
-    outputs: list = [None] * n
-    first, child, since, rerun, spent = 0, run.child, run.cpu, None, 0.0
-    failed: dict = {}
-    settle = dict(module=run.exercise.module, seconds=run.timeout, deadline=deadline, case_cpu=cpu_limit,
-                  run_deadline=run_deadline)
-    while True:
-        part, ended, status = [None] * (n - first), "closed", None
-        try:
-            part, ended = child.collect(n - first, deadline, _answerer(run.proxies), timeouts[first:], cpu_limit)
-        finally:
-            spent += max(0.0, child.cpu_seconds() - since)  # before the child is reaped
-            if ended is None and child.reusable:
-                idle.append(child)
-            else:
-                status = zygote.finish(child)
-                run.refused_tasks += getattr(child, "refused_tasks", 0)
-        failed.update(child.not_imported)
-        pending = next((i for i, o in enumerate(part) if o is None), None)
-        own = ended == "cpu" or ended == "timeout" and pending is not None and timeouts[first + pending] is not None
-        if pending is None or not own or time.monotonic() >= deadline:
-            outputs[first:] = exchange.settle(part, ended, status, case_timeouts=timeouts[first:],
-                                              memory=child.memory, **settle)
-            break
-        case = first + pending
-        outputs[first:case] = part[:pending]
-        if rerun is None:  # its first run may have met a busy moment: once more, in a fresh child
-            rerun, first = case, case
-        else:
-            outputs[case] = exchange.settle([None], ended, status, case_timeouts=[timeouts[case]], **settle)[0]
-            first = case + 1
-        if first >= n:
-            break
+    since, spent = {id(run.child): run.cpu}, [0.0]  # each child's CPU seconds when it took its job
+
+    def begin(first: int) -> exchange.Child:
         child = start(dict(run.job, cases=run.job["cases"][first:]))
-        since = child.cpu_seconds()
-    run.cpu = spent
-    run.not_imported = exchange.not_imported_in(failed, run.sources)
-    outputs = exchange.in_the_notes_words(outputs, run.not_imported)
-    return exchange.held_to_facts(outputs, run.sources, run.exercise.module, run.exercise.id, run.not_imported)
+        since[id(child)] = child.cpu_seconds()
+        return child
+
+    def release(child: exchange.Child, ended: str | None) -> int | None:
+        spent[0] += max(0.0, child.cpu_seconds() - since.pop(id(child), 0.0))  # before the child is reaped
+        if ended is None and child.reusable:
+            idle.append(child)
+            return None
+        status = zygote.finish(child)
+        run.refused_tasks += getattr(child, "refused_tasks", 0)
+        return status
+
+    outputs, run.not_imported = exchange.run_cases(
+        run.child, begin, release, len(run.cases), deadline, _answerer(run.proxies), [c.timeout for c in run.cases],
+        run.exercise.case_cpu, run.sources, module=run.exercise.module, exercise=run.exercise.id,
+        seconds=run.timeout, run_deadline=run_deadline)
+    run.cpu = spent[0]
+    return outputs
 
 
 def _proxies(exercise: Exercise) -> dict[str, str]:

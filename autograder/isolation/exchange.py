@@ -256,6 +256,51 @@ def job(exercise: str, module: str, sources: dict[str, str], cases: list, memory
             "cpu_seconds": seconds + 1, "workdir": workdir}
 
 
+def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Child, str | None], int | None],
+              n_cases: int, deadline: float, answer, case_timeouts: list, case_budget: float | None, sources: dict, *,
+              module: str, exercise: str, seconds: float, run_deadline: float | None = None) -> tuple[list, dict]:
+    """One exercise's cases, from ``child`` (which has its job) on, the grader's and the
+    self-check's way alike: ``(outputs, record of failed imports)``.
+
+    A case that runs out of its CPU limit (``case_budget`` times :data:`CPU_MARGIN`) or its own
+    time limit is run once more, in a fresh child (``begin(i)``: a child given the cases from i
+    on), before it is called slow: the first such case of the exercise, as a busy moment of the
+    machine is not the learner's. The cases after a slow one run in a fresh child too, each
+    with its own outcome, never the one before's. ``release(child, ended)`` takes each child
+    back (reaped or kept) and returns its wait status. The errors are then held to what the
+    grader read in the sources itself (:func:`held_to_facts`)."""
+    cpu_limit = case_budget * CPU_MARGIN if case_budget else None
+    outputs: list = [None] * n_cases
+    first, rerun, failed = 0, None, {}
+    words = dict(module=module, seconds=seconds, deadline=deadline, case_cpu=cpu_limit, run_deadline=run_deadline)
+    while True:
+        part, ended, status = [None] * (n_cases - first), "closed", None
+        try:
+            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:], cpu_limit)
+        finally:
+            status = release(child, ended)
+        failed.update(child.not_imported)
+        pending = next((i for i, o in enumerate(part) if o is None), None)
+        own = ended == "cpu" or ended == "timeout" and pending is not None and case_timeouts[first + pending] is not None
+        if pending is None or not own or time.monotonic() >= deadline:
+            outputs[first:] = settle(part, ended, status, case_timeouts=case_timeouts[first:], memory=child.memory,
+                                     **words)
+            break
+        case = first + pending
+        outputs[first:case] = part[:pending]
+        if rerun is None:  # its first run may have met a busy moment: once more, in a fresh child
+            rerun = first = case
+        else:
+            outputs[case] = settle([None], ended, status, case_timeouts=[case_timeouts[case]], **words)[0]
+            first = case + 1
+        if first >= n_cases:
+            break
+        child = begin(first)
+    record = not_imported_in(failed, sources)
+    outputs = in_the_notes_words(outputs, record)
+    return held_to_facts(outputs, sources, module, exercise, record), record
+
+
 def settle(outputs: list, ended: str | None, status: int | None, *, module: str, seconds: float, deadline: float,
            case_cpu: float | None = None, case_timeouts: list | None = None,
            run_deadline: float | None = None, sources: dict | None = None, exercise: str | None = None,
