@@ -131,22 +131,25 @@ def judge(data: dict, outputs: list) -> ExerciseResult:
 # --------------------------------------------------------------------------- running
 
 def run_exercise(zygote, sources: dict[str, str], data: dict, scratch: str, not_imported: dict | None = None) -> list:
-    """The learner's outputs on the stored cases, from a confined child (as the grader does);
-    ``not_imported`` gets the child's record of the modules that did not import."""
+    """The learner's outputs on the stored cases, from a confined child, as the grader runs
+    them (``exchange.run_cases``); ``not_imported`` gets the children's record of the modules
+    that did not import."""
     cases, timeouts = data["cases"], [c["timeout"] for c in data["cases"]]
-    child = zygote.launch()
-    child.start(exchange.job(data["id"], data["module"], sources, [(c["driver"], c["inputs"]) for c in cases],
-                             data["memory_mb"], data["timeout"], workdir=scratch))
-    deadline = time.monotonic() + data["timeout"]
-    try:
-        outputs, ended = child.collect(len(cases), deadline, lambda *a: b"",  # no proxies: nothing to answer
-                                       timeouts, data.get("case_cpu"))
-    finally:
-        status = zygote.finish(child)
+
+    def begin(first: int):
+        child = zygote.launch()
+        child.start(exchange.job(data["id"], data["module"], sources,
+                                 [(c["driver"], c["inputs"]) for c in cases[first:]], data["memory_mb"],
+                                 data["timeout"], workdir=scratch))
+        return child
+
+    outputs, failed = exchange.run_cases(
+        begin(0), begin, lambda child, ended: zygote.finish(child), len(cases), time.monotonic() + data["timeout"],
+        lambda *a: b"", timeouts, data.get("case_cpu"), sources,  # no proxies: nothing to answer
+        module=data["module"], exercise=data["id"], seconds=data["timeout"])
     if not_imported is not None:
-        not_imported.update(child.not_imported)
-    return exchange.settle(outputs, ended, status, module=data["module"], seconds=data["timeout"], deadline=deadline,
-                           case_cpu=data.get("case_cpu"), case_timeouts=timeouts)
+        not_imported.update(failed)
+    return outputs
 
 
 def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=None):
@@ -172,7 +175,7 @@ def check_submission(path, exercises=None, directory: Path = CASES_DIR, zygote=N
                 failed: dict = {}
                 outputs = run_exercise(zygote, submission.sources, data, f"{scratch}/{i}", failed)
                 results.append(judge(data, outputs))
-                results[-1].notes += exchange.stand_in_notes(failed, data["module"])
+                results[-1].notes += exchange.stand_in_notes(failed, data["module"], submission.sources)
                 results[-1].not_imported = failed
     finally:
         if own_zygote:

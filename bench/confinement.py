@@ -34,6 +34,7 @@ def confine_once(policy, workdir: str) -> tuple[float, float, float]:
     if pid == 0:
         t, cpu = time.perf_counter_ns(), time.process_time_ns()
         policy.groups.enter()
+        policy.memory.enter(2048)
         if policy.budget["namespace"]:
             budget.enter_namespace(policy.budget["namespace"], workdir, os.getuid(), os.getgid())
         u, cpu = time.perf_counter_ns(), time.process_time_ns() - cpu
@@ -44,6 +45,7 @@ def confine_once(policy, workdir: str) -> tuple[float, float, float]:
     took = (os.read(read, 96) or b"nan nan nan").split()
     os.close(read)
     os.waitpid(pid, 0)
+    policy.memory.release(pid)
     policy.groups.release(pid)
     return float(took[0]), float(took[1]), float(took[2])
 
@@ -73,6 +75,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as workdir:
             both = [confine_once(policy, workdir) for _ in range(args.runs)]
     finally:
+        policy.memory.close()
         policy.groups.close()
     capped, capped_cpu, inside = ([run[i] for run in both] for i in range(3))
     forks = [fork_once() for _ in range(args.runs)]

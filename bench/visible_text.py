@@ -11,7 +11,13 @@ appears there; whether the seed does. Target (exit status 1 when missed): at mos
 ``LEARNER_CHARS`` (150) characters of learner text in any one visible output, no "expected",
 no seed.
 
-    python bench/visible_text.py [--seed N]
+Two learners are measured: the *leaking* one above, and a *forging* one, whose exceptions
+also walk up the child's frames to the code that reports them and relabel themselves as the
+grader's own kinds ("timed out", "died", "ran out of memory", "not attempted", "does not
+import"), each carrying the case's input, and write "did not import" records for every other
+module, carrying it too: whatever the child sends, the target is the same.
+
+    python bench/visible_text.py [--seed N] [--learner leaking|forging|both]
 
 The grader measured is the one ``python -m autograder`` imports: put another checkout first on
 ``PYTHONPATH`` to measure it (e.g. the one before this benchmark existed).
@@ -42,21 +48,39 @@ def _leak(args, kwargs):
         except Exception:
             data += repr(value).encode()
     code = "".join(chr(97 + (b >> 4)) + chr(97 + (b & 15)) for b in data[:200])
+    FORGE
     return type("Leak" + code[:60], (Exception,), {})("LEAK" + code)
 '''
+# The forging learner's lines, in _leak before it returns: relabel this exception as one of
+# the grader's kinds, and forge the record of failed imports, both carrying the case's input.
+FORGE = '''import sys
+    _count[0] += 1
+    kind = ["timeout", "crash", "memory", "missing", "not_implemented", "import"][_count[0] % 6]
+    frame = sys._getframe()
+    while frame is not None and not ("_classify" in frame.f_globals and "submission" in frame.f_locals):
+        frame = frame.f_back
+    if frame is not None:
+        frame.f_globals["_classify"] = lambda err: (kind, "LEAK" + code)
+        for module in ("attention", "masking", "heads", "layer", "analysis", "pruning", "efficient",
+                       "language_model", "positions"):
+            frame.f_locals["submission"].failed[module] = {"type": "Leak" + code[:90], "line": 1,
+                                                          "code": "LEAK" + code[:110], "text": "LEAK" + code[:290]}'''
 
 
-def leaking_submission(directory: Path) -> Path:
+def leaking_submission(directory: Path, forging: bool = False) -> Path:
     sys.path.insert(0, str(ROOT))
     from autograder.spec import COURSE
 
+    helper = HELPER.replace("FORGE", FORGE if forging else "", 1)
+    if forging:
+        helper = "_count = [0]\n" + helper
     modules: dict[str, list[str]] = {}
     for e in COURSE:
         if e.id[:1].isupper():  # a class: its constructor raises
             code = f"class {e.id}:\n    def __init__(self, *args, **kwargs):\n        raise _leak(args, kwargs)\n"
         else:
             code = f"def {e.id}(*args, **kwargs):\n    raise _leak(args, kwargs)\n"
-        modules.setdefault(e.module, [HELPER]).append(code)
+        modules.setdefault(e.module, [helper]).append(code)
     for module, parts in modules.items():
         (directory / f"{module}.py").write_text("\n\n".join(parts))
     return directory
@@ -73,29 +97,44 @@ def measure(results: dict, seed: int) -> dict:
             "seed_visible": str(seed) in "\n".join(visible)}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=195529710)
-    args = p.parse_args(argv)
+def grade(learner: str, seed: int) -> tuple[dict, str] | None:
+    """``mha-grade --gradescope`` on one learner's submission: its results and its score line."""
     with tempfile.TemporaryDirectory() as tmp:
         sub = Path(tmp) / "submission"
         sub.mkdir()
-        leaking_submission(sub)
+        leaking_submission(sub, forging=learner == "forging")
         out = Path(tmp) / "results.json"
         env = dict(os.environ, OMP_NUM_THREADS="1")
         proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "--gradescope", str(out),
-                               "--seed", str(args.seed), "--quiet"], capture_output=True, text=True, env=env,
+                               "--seed", str(seed), "--quiet"], capture_output=True, text=True, env=env,
                               cwd=tmp, timeout=1200)
-        if proc.returncode != 0:
+        if proc.returncode not in (0, 1) or not out.exists():
             print(proc.stderr, file=sys.stderr)
-            return 1
-        results = json.loads(out.read_text())
-    m = measure(results, args.seed)
-    print(f"score {proc.stdout.strip()}; learner text visible at once: {m['learner_bytes_visible']} bytes "
-          f"(at most {m['most_in_one_output']} in one output); {m['visible_bytes']} visible bytes in "
-          f"{m['visible_tests']} visible tests; 'expected' {m['expected_visible']} times; "
-          f"seed {'VISIBLE' if m['seed_visible'] else 'not visible'}")
-    met = m["most_in_one_output"] <= LEARNER_CHARS and not m["expected_visible"] and not m["seed_visible"]
+            return None
+        return json.loads(out.read_text()), proc.stdout.strip()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seed", type=int, default=195529710)
+    p.add_argument("--learner", choices=("leaking", "forging", "both"), default="both")
+    args = p.parse_args(argv)
+    met = True
+    print(f"| learner | learner text visible at once (bytes) | most in one output | visible bytes | "
+          f"visible tests | 'expected' | seed | target (<= {LEARNER_CHARS} per output) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for learner in (("leaking", "forging") if args.learner == "both" else (args.learner,)):
+        graded = grade(learner, args.seed)
+        if graded is None:
+            print(f"| {learner} | the grader failed | | | | | | MISSED |")
+            met = False
+            continue
+        m = measure(graded[0], args.seed)
+        ok = m["most_in_one_output"] <= LEARNER_CHARS and not m["expected_visible"] and not m["seed_visible"]
+        met &= ok
+        print(f"| {learner} | {m['learner_bytes_visible']} | {m['most_in_one_output']} | {m['visible_bytes']} | "
+              f"{m['visible_tests']} | {m['expected_visible']} | {'VISIBLE' if m['seed_visible'] else 'not visible'} "
+              f"| {'met' if ok else 'MISSED'} |")
     print(f"target (at most {LEARNER_CHARS} per output, no expected value, no seed): {'met' if met else 'MISSED'}")
     return 0 if met else 1
 

@@ -45,7 +45,8 @@ pytestmark = pytest.mark.skipif(not confinement()[0], reason=f"not confined here
 ])
 def test_each_mode_says_what_caps_the_learners_threads(monkeypatch, root, run_as, group, ns, tasks, bounded):
     monkeypatch.setattr(budget, "pids_directory", lambda: group)
-    monkeypatch.setattr(budget, "_may_make_group", lambda parent: True)
+    monkeypatch.setattr(budget, "_may_make_group", lambda parent, controller="pids": True)
+    monkeypatch.setattr(budget, "memory_directory", lambda: None)
     monkeypatch.setattr(budget, "namespaces", lambda: ns)
     monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
     plan = budget.plan(run_as)
@@ -275,3 +276,138 @@ def test_a_killed_batchs_temporary_folder_goes_with_the_next_batch(tmp_path, mon
     alive.mkdir()
     graders.grade_all({"ada": tmp_path / "ada"}, 1, grade=lambda path, exercises=None, seed=0: {"score": 1.0})
     assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name]
+
+
+# ------------------------------------------------------------------ memory no rlimit counts
+
+def _memfd_submission(tmp_path: Path) -> Path:
+    sub = tmp_path / "submission"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "solutions", sub,
+                    ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    with open(sub / "attention.py", "a") as f:
+        f.write("\n\n" + (Path(__file__).parent / "adversarial" / "fill_memfd.py").read_text())
+    return sub
+
+
+@pytest.mark.parametrize("mode", ["cgroup", "capped"])
+def test_memory_in_files_is_counted_or_refused(tmp_path, monkeypatch, mode):
+    """memfd pages, in no address space: with a memory cgroup per child the kernel's OOM killer
+    ends the child at its exercise's allowance and the grader says so from the cgroup's count;
+    without one (forced here), memfd_create is refused. Either way the other exercise passes."""
+    import dataclasses
+
+    from autograder.grading import runner
+    from autograder.grading.exercises import EXERCISES
+    from autograder.isolation import sandbox
+
+    if mode == "cgroup" and budget.plan(False)["memory"] != "cgroup":
+        pytest.skip("no memory cgroup may be made here")
+    if mode == "capped":
+        monkeypatch.setenv("MHA_GRADE_NO_MEMORY_CGROUP", "1")
+    monkeypatch.setitem(EXERCISES, "softmax", dataclasses.replace(EXERCISES["softmax"], memory_mb=256))
+    zygote = sandbox.Zygote(fork=False)
+    try:
+        report = runner.grade_submission(_memfd_submission(tmp_path), ["softmax", "scaled_dot_product_attention"],
+                                         zygote=zygote, parallel=1)
+    finally:
+        zygote.close()
+    results = {r.id: r for r in report.exercises}
+    softmax, sdpa = results["softmax"], results["scaled_dot_product_attention"]
+    assert softmax.score == 0 and (sdpa.status, sdpa.score) == ("passed", sdpa.max_score)
+    said = softmax.cases[0].feedback
+    if mode == "cgroup":
+        assert softmax.status == "error" and said.startswith("ran out of memory: the kernel's OOM killer"), said
+        assert "256 MB" in said
+    else:
+        assert softmax.status == "failed" and "PermissionError" in said, said
+
+
+def _memory_group(limit_mb: int) -> str | None:
+    """A memory cgroup of this test's own, under this process's, limited to ``limit_mb``."""
+    parent = budget.memory_directory()
+    if parent is None or not os.access(parent, os.W_OK):
+        return None
+    group = os.path.join(parent, f"mha-test-container-{os.getpid()}")
+    try:
+        os.mkdir(group)
+        v2 = os.path.exists(os.path.join(group, "memory.max"))
+        with open(os.path.join(group, "memory.max" if v2 else "memory.limit_in_bytes"), "w") as f:
+            f.write(str(limit_mb * 2**20))
+    except OSError:
+        return None
+    return group
+
+
+def test_a_memfd_filler_in_a_768_mb_container_gets_a_complete_report(tmp_path):
+    """As Gradescope's 768 MB container: ``mha-grade --gradescope`` in a memory cgroup of 768 MB
+    (made here under this process's own, the learner's children nested in it), on a submission
+    whose softmax fills memfd files without end. The grader survives and writes every test."""
+    group = _memory_group(768)
+    if group is None:
+        pytest.skip("no memory cgroup may be made here")
+    out = tmp_path / "results.json"
+    try:
+        def enter():
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
+        proc = subprocess.run([sys.executable, "-m", "autograder", str(_memfd_submission(tmp_path)), "-e", "softmax",
+                               "-e", "scaled_dot_product_attention", "-e", "causal_mask", "--gradescope", str(out),
+                               "--quiet"], preexec_fn=enter, capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+        events = budget._read(os.path.join(group, "memory.events" if os.path.exists(
+            os.path.join(group, "memory.events")) else "memory.oom_control"))
+    finally:
+        for _ in range(100):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                import time
+                time.sleep(0.05)
+    assert proc.returncode in (0, 1), proc.stderr
+    results = json.loads(out.read_text())
+    tests = {t["name"]: t for t in results["tests"] if t["visibility"] == "visible"}
+    assert set(tests) == {"softmax", "scaled_dot_product_attention", "causal_mask"}
+    assert tests["softmax"]["score"] == 0 and "memory" in tests["softmax"]["output"], tests["softmax"]["output"]
+    assert tests["causal_mask"]["score"] == tests["causal_mask"]["max_score"], tests["causal_mask"]["output"]
+    assert tests["scaled_dot_product_attention"]["score"] == tests["scaled_dot_product_attention"]["max_score"], tests["scaled_dot_product_attention"]["output"]
+    assert events  # the group was the container's: its counts were there to read
+
+
+def test_a_batch_with_a_memfd_filler_in_768_mb_grades_every_honest_learner(tmp_path):
+    """``mha-grade batch --jobs 2`` in a 768 MB memory cgroup (as above): three honest learners
+    and one whose softmax fills memfd files. Every honest learner gets full marks, the filler's
+    row is written, and the batch ends by itself."""
+    group = _memory_group(768)
+    if group is None:
+        pytest.skip("no memory cgroup may be made here")
+    klass, out = tmp_path / "class", tmp_path / "out"
+    for i in range(3):
+        shutil.copytree(Path(__file__).resolve().parents[1] / "solutions", klass / f"honest{i}",
+                        ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    shutil.copytree(_memfd_submission(tmp_path), klass / "afill")  # "a" < "h": graded first
+
+    def enter():
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    try:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "--jobs", "2",
+                               "--quiet", "--exercise", "softmax", "--exercise", "causal_mask"], preexec_fn=enter,
+                              capture_output=True, text=True, timeout=900, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    finally:
+        for _ in range(100):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                import time
+                time.sleep(0.05)
+    assert proc.returncode == 0, proc.stderr
+    reports = {p.stem: json.loads(p.read_text()) for p in (out / "reports").glob("*.json")}
+    assert set(reports) == {"afill", "honest0", "honest1", "honest2"}, set(reports)
+    for name in ("honest0", "honest1", "honest2"):
+        assert reports[name]["score"] == reports[name]["max_score"], (name, reports[name]["score"])
+    softmax = next(e for e in reports["afill"]["exercises"] if e["id"] == "softmax")
+    assert softmax["score"] == 0 and softmax["status"] == "error", softmax["status"]

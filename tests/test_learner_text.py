@@ -294,3 +294,35 @@ def _number(text):
         return True
     except ValueError:
         return False
+
+
+def test_a_child_that_forges_its_kinds_and_records_gains_nothing(tmp_path):
+    """``forge_kinds.py`` relabels its own exceptions as the grader's kinds (timed out, died, out
+    of memory, not attempted) and writes "did not import" records for the other modules, each
+    carrying the case's input: from outside (the JSON report and Gradescope's results), no kind
+    the grader words itself comes from it, no note holds its text, softmax keeps its 5 points,
+    and what a learner sees at once holds at most ``LEARNER_CHARS`` of its text per exercise."""
+    sub = _submission(tmp_path, "forge_kinds")
+    out_gs, out_json = tmp_path / "results.json", tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "-e", "softmax", "-e",
+                           "scaled_dot_product_attention", "--json", str(out_json), "--gradescope", str(out_gs),
+                           "--seed", str(SEED), "--quiet"], capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"), cwd=tmp_path, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = {e["id"]: e for e in json.loads(out_json.read_text())["exercises"]}
+    softmax, sdpa = report["softmax"], report["scaled_dot_product_attention"]
+    assert "FORGE-NOT-FOUND" not in json.dumps(report)  # the attack ran: it found the frame it forges
+    assert (softmax["score"], softmax["status"]) == (softmax["max_score"], "passed")
+    assert any("masking.py does not import" in n for n in softmax["notes"])  # the forged records were sent...
+    assert not LEAK.findall(" ".join(softmax["notes"] + sdpa["notes"]))  # ...and none of their text is a note
+    assert sdpa["score"] == 0 and sdpa["status"] not in ("timed out", "error", "not attempted")
+    kinds = {c["cause"]["kind"] for c in sdpa["cases"]}
+    assert kinds == {"exception"}, kinds
+    assert not any(c["feedback"].startswith(("timed out", "the process running", "ran out of memory", "not attempted"))
+                   for c in sdpa["cases"])
+    results = json.loads(out_gs.read_text())
+    visible = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"]
+    later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
+    assert sum(len(m) for m in LEAK.findall(later)) > 10 * gradescope.LEARNER_CHARS  # the text is real
+    per_output = [sum(len(m) for m in LEAK.findall(text)) for text in visible]
+    assert max(per_output) <= gradescope.LEARNER_CHARS, per_output

@@ -141,6 +141,9 @@ class _Running:
     early: list | None = None  # outputs decided without a child (budget spent)
     cpu: float = 0.0  # the child's CPU seconds when it took the job, then what the job cost
     refused_tasks: int = 0  # new threads the child's pids group refused (its thread cap)
+    job: dict | None = None  # what the child was sent: a rerun sends the cases from one on
+    sources: dict | None = None  # the submission's: what the grader reads itself (isolation/facts.py)
+    not_imported: dict | None = None  # the children's record of modules that did not import
 
 
 def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch,
@@ -180,7 +183,7 @@ def _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scr
             cache.warm(exercise, seed, exercise_cases(exercise, seed))
         while queue:
             run = queue.popleft()
-            outputs = _outputs(zygote, run, run_deadline, idle)
+            outputs = _outputs(zygote, run, run_deadline, idle, start)
             fill()  # the next exercise starts (in the child just freed if reusable) before this is judged
             results.append(_judge(run, outputs))
     finally:
@@ -197,35 +200,45 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
         return _Running(exercise, cases, None, timeout, proxies, early)
-    child = start(exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
-                               exercise.memory_mb, timeout, proxies))
+    job = exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
+                       exercise.memory_mb, timeout, proxies)
+    child = start(job)
     cpu = child.cpu_seconds()
     cache.warm(exercise, seed, cases)  # reference outputs from disk, or computed while the child runs
-    return _Running(exercise, cases, child, timeout, proxies, cpu=cpu)
+    return _Running(exercise, cases, child, timeout, proxies, cpu=cpu, job=job, sources=submission.sources)
 
 
-def _outputs(zygote, run: _Running, run_deadline, idle: list) -> list:
-    """Every case's output or CaseError; the child back in ``idle`` if it can run another
-    exercise, else killed and reaped, whatever happened."""
+def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
+    """Every case's output or CaseError (``exchange.run_cases``: a case over its limit rerun
+    once, each later case its own outcome; the errors held to the grader's own facts); each
+    child back in ``idle`` if it can run another exercise, else killed and reaped."""
     if run.early is not None:
         return run.early
     # The clock starts when the grader turns to this child (it answers the child's calls to
     # proxied exercises only from then on): a head start is free, waiting is not charged.
     deadline = min(time.monotonic() + run.timeout, run_deadline)
-    outputs, ended, status = [None] * len(run.cases), "closed", None
-    try:
-        outputs, ended = run.child.collect(len(run.cases), deadline, _answerer(run.proxies),
-                                           [c.timeout for c in run.cases], run.exercise.case_cpu)
-    finally:
-        run.cpu = max(0.0, run.child.cpu_seconds() - run.cpu)  # before the child is reaped
-        if ended is None and run.child.reusable:
-            idle.append(run.child)
-        else:
-            status = zygote.finish(run.child)
-            run.refused_tasks = getattr(run.child, "refused_tasks", 0)
-    return exchange.settle(outputs, ended, status, module=run.exercise.module, seconds=run.timeout, deadline=deadline,
-                           case_cpu=run.exercise.case_cpu, case_timeouts=[c.timeout for c in run.cases],
-                           run_deadline=run_deadline)
+    since, spent = {id(run.child): run.cpu}, [0.0]  # each child's CPU seconds when it took its job
+
+    def begin(first: int) -> exchange.Child:
+        child = start(dict(run.job, cases=run.job["cases"][first:]))
+        since[id(child)] = child.cpu_seconds()
+        return child
+
+    def release(child: exchange.Child, ended: str | None) -> int | None:
+        spent[0] += max(0.0, child.cpu_seconds() - since.pop(id(child), 0.0))  # before the child is reaped
+        if ended is None and child.reusable:
+            idle.append(child)
+            return None
+        status = zygote.finish(child)
+        run.refused_tasks += getattr(child, "refused_tasks", 0)
+        return status
+
+    outputs, run.not_imported = exchange.run_cases(
+        run.child, begin, release, len(run.cases), deadline, _answerer(run.proxies), [c.timeout for c in run.cases],
+        run.exercise.case_cpu, run.sources, module=run.exercise.module, exercise=run.exercise.id,
+        seconds=run.timeout, run_deadline=run_deadline)
+    run.cpu = spent[0]
+    return outputs
 
 
 def _proxies(exercise: Exercise) -> dict[str, str]:
@@ -301,10 +314,8 @@ def _judge(run: _Running, outputs: list) -> ExerciseResult:
     if run.refused_tasks:
         notes.append(f"your code tried to start more threads than its process may have ({TASKS}): "
                      f"{run.refused_tasks} were refused")
-    # The child's record of this exercise (a reused child is given its next job before this
-    # runs, but its record changes only in its next collect, after this).
-    failed = dict(run.child.not_imported) if run.child is not None else {}
-    notes += exchange.stand_in_notes(failed, run.exercise.module)
+    failed = dict(run.not_imported or {})  # the children's record, kept by _outputs
+    notes += exchange.stand_in_notes(failed, run.exercise.module, run.sources)
     try:
         result = judge.judge_exercise(run.exercise, run.cases, outputs, notes)
         result.not_imported = failed

@@ -18,6 +18,23 @@ per child whoever runs the grader.
 * ``none``: root with neither a group nor a learner user (the kernel never applies
   ``RLIMIT_NPROC`` to uid 0), or not Linux: nothing caps the learner's threads.
 
+**Memory** (what the address-space limit of ``child.py`` does not see: a ``memfd_create`` file
+or a tmpfs file is in no process's address space or resident set):
+
+* ``cgroup``: a memory control group per child (in cgroup v2 its files memory.max, and
+  memory.swap.max at 0; in v1 memory.limit_in_bytes and memory.memsw.limit_in_bytes), of the
+  exercise's allowance or half of what the groups above it and the machine have left
+  (:meth:`MemoryGroups.headroom`), where this process may create one. The kernel charges every page the child
+  owns to it (its heap, files in memory, shared memory), its OOM killer ends the child alone,
+  and the grader reads the group's OOM kills: "ran out of memory" is the kernel's count,
+  never the learner's word.
+* ``capped``: no such group. ``memfd_create`` is refused (``seccomp.py``), the child may hold
+  :data:`FILES` descriptors (pipes' buffers are kernel memory too), its scratch is the 64 MB
+  tmpfs (or each file 64 MB), and ``/dev/shm`` is not writable (Landlock).
+
+Either way the child's ``oom_score_adj`` is 1000: whichever OOM killer runs (a container's, the
+machine's) picks the learner's process before the grader.
+
 **Scratch**: where the child can have a mount namespace of its own (root; an ordinary user
 through its user namespace), a tmpfs of :data:`SCRATCH_MB` (and :data:`SCRATCH_FILES` files)
 is mounted on its scratch directory there: writes beyond it fail with ENOSPC, and it
@@ -38,6 +55,9 @@ SCRATCH_MB = 64  # as RLIMIT_FSIZE's one file: an honest exercise writes almost 
 SCRATCH_FILES = 4096
 LEARNER_USER_TASKS = 256  # all learners' tasks at once, under --run-as without a group
 MEMORY_CEILING = 2  # exercises' memory allowances the learner's code may raise its own limit to
+FILES = 256  # descriptors per child (RLIMIT_NOFILE, hard): an honest exercise opens a few dozen
+OOM_SCORE_ADJ = 1000  # the child first, for any OOM killer
+MEMORY_FLOOR_MB = 128  # a child's memory group is never limited below this (an honest exercise needs far less)
 
 _CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
@@ -49,6 +69,15 @@ _PREFIX = "mha-grade-"
 def pids_directory() -> str | None:
     """This process's group in the cgroup hierarchy holding the pids controller (v1's ``pids``,
     or v2's when it offers pids there), if any."""
+    return controller_directory("pids")
+
+
+def memory_directory() -> str | None:
+    """This process's group in the hierarchy holding the memory controller, if any."""
+    return controller_directory("memory")
+
+
+def controller_directory(controller: str) -> str | None:
     try:
         with open("/proc/self/cgroup") as f:
             memberships = f.read()
@@ -56,12 +85,19 @@ def pids_directory() -> str | None:
             mounts = f.read()
     except OSError:
         return None
-    return find_pids_directory(memberships, mounts, _read)
+    return find_controller_directory(controller, memberships, mounts, _read)
 
 
 def find_pids_directory(memberships: str, mounts: str, read) -> str | None:
     """:func:`pids_directory` from the texts of ``/proc/self/cgroup`` and ``mountinfo``;
     ``read(path)`` gives a cgroup v2 directory's ``cgroup.controllers``."""
+    return find_controller_directory("pids", memberships, mounts, read)
+
+
+def find_controller_directory(controller: str, memberships: str, mounts: str, read) -> str | None:
+    """This process's group of the hierarchy holding ``controller`` ("pids", "memory"), from the
+    texts of ``/proc/self/cgroup`` and ``mountinfo``; ``read(path)`` gives a cgroup v2
+    directory's ``cgroup.controllers``."""
     groups = [line.split(":", 2) for line in memberships.splitlines() if line.count(":") >= 2]
     for mount in (line.split() for line in mounts.splitlines()):
         if "-" not in mount:
@@ -69,12 +105,12 @@ def find_pids_directory(memberships: str, mounts: str, read) -> str | None:
         dash = mount.index("-")
         fstype, root, point, options = mount[dash + 1], mount[3], mount[4], mount[dash + 3].split(",")
         for _, controllers, path in groups:
-            v1 = fstype == "cgroup" and "pids" in controllers.split(",") and "pids" in options
+            v1 = fstype == "cgroup" and controller in controllers.split(",") and controller in options
             v2 = fstype == "cgroup2" and controllers == ""
             if not (v1 or v2) or not (path + "/").startswith(root.rstrip("/") + "/"):
                 continue
             where = os.path.join(point, path[len(root.rstrip("/")):].lstrip("/")).rstrip("/") or "/"
-            if v2 and "pids" not in read(os.path.join(where, "cgroup.controllers")).split():
+            if v2 and controller not in read(os.path.join(where, "cgroup.controllers")).split():
                 continue
             return where
     return None
@@ -133,10 +169,14 @@ def plan(run_as: bool) -> dict:
     the module's docstring), ``group`` (the pids directory under which the zygote makes its
     group, for ``cgroup``) and ``scratch`` (``"tmpfs"`` or ``"file"``)."""
     if not sys.platform.startswith("linux"):  # none of these exists elsewhere (and no child applies them)
-        return {"tasks": "none", "group": None, "namespace": "", "scratch": "file"}
+        return {"tasks": "none", "group": None, "namespace": "", "scratch": "file", "memory": "none",
+                "memory_group": None}
     group = pids_directory()
     if group is not None and not _may_make_group(group):
         group = None
+    memory = memory_directory() if os.environ.get("MHA_GRADE_NO_MEMORY_CGROUP") != "1" else None
+    if memory is not None and not _may_make_group(memory, "memory"):
+        memory = None
     ns = namespaces()
     if group:
         tasks = "cgroup"
@@ -144,27 +184,32 @@ def plan(run_as: bool) -> dict:
         tasks = "user" if run_as else "none"
     else:
         tasks = "userns" if ns == "user" else "shared"
-    return {"tasks": tasks, "group": group, "namespace": ns, "scratch": "tmpfs" if ns else "file"}
+    return {"tasks": tasks, "group": group, "namespace": ns, "scratch": "tmpfs" if ns else "file",
+            "memory": "cgroup" if memory else "capped", "memory_group": memory}
 
 
-def _may_make_group(parent: str) -> bool:
-    """Whether a group can be made here with a pids limit (tried: access bits do not tell a
-    read-only cgroup file system, or v2's rules on delegation)."""
-    if "group:" + parent in _PROBED:
-        return _PROBED["group:" + parent]
+def _may_make_group(parent: str, controller: str = "pids") -> bool:
+    """Whether a group can be made here with a pids (or memory) limit (tried: access bits do not
+    tell a read-only cgroup file system, or v2's rules on delegation)."""
+    key = f"group:{controller}:{parent}"
+    if key in _PROBED:
+        return _PROBED[key]
     probe = os.path.join(parent, f"{_PREFIX}probe-{os.getpid()}")
     try:
         os.mkdir(probe)
     except OSError:
         ok = False
     else:
-        ok = os.path.exists(os.path.join(probe, "pids.max"))
+        ok = any(os.path.exists(os.path.join(probe, name)) for name in _LIMIT_FILES[controller])
         try:
             os.rmdir(probe)
         except OSError:
             pass
-    _PROBED["group:" + parent] = ok
+    _PROBED[key] = ok
     return ok
+
+
+_LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.max", "memory.limit_in_bytes")}
 
 
 def describe(p: dict) -> tuple[list[str], list[str]]:
@@ -189,6 +234,10 @@ def describe(p: dict) -> tuple[list[str], list[str]]:
                        "pids cgroup may be created here: use --run-as)")
     if p["scratch"] == "tmpfs":
         layers.append(f"a {SCRATCH_MB} MB scratch per child (tmpfs)")
+    if p.get("memory") == "cgroup":
+        layers.append("every page of each child's memory counted (memory cgroup)")
+    elif p.get("memory") == "capped":
+        layers.append(f"no memfd_create, at most {FILES} descriptors per child (no memory cgroup)")
     return layers, missing
 
 
@@ -242,6 +291,106 @@ class Groups:
             self.base = None
 
 
+class MemoryGroups:
+    """The zygote's memory group (``<memory directory>/mha-grade-<zygote pid>``), in which each
+    child makes its own, limited to its exercise's allowance with no swap; removed with the
+    zygote (and, if it was killed, by the next one, as for :class:`Groups`)."""
+
+    def __init__(self, parent: str | None, pids: "Groups | None" = None):
+        self.base, self.v2, self.shared = None, False, False
+        if parent is None:
+            return
+        if pids is not None and pids.base is not None and os.path.dirname(pids.base) == parent:
+            # One cgroup v2 hierarchy: a process is in one group only, the pids group, which
+            # takes the memory controller too (its directory made and removed by ``pids``).
+            _write(os.path.join(pids.base, "cgroup.subtree_control"), "+memory")
+            self.base, self.v2, self.shared = pids.base, True, True
+            return
+        _remove_stale(parent)
+        base = os.path.join(parent, f"{_PREFIX}{os.getpid()}")
+        os.mkdir(base)
+        self.v2 = os.path.exists(os.path.join(parent, "cgroup.subtree_control"))
+        if self.v2:
+            _write(os.path.join(base, "cgroup.subtree_control"), "+memory")
+        self.base = base
+
+    def enter(self, limit_mb: int) -> None:
+        """In a fresh child, before any learner code: a group of its own, limited, and into it."""
+        if self.base is None:
+            return
+        mine = os.path.join(self.base, str(os.getpid()))
+        if not self.shared:
+            os.mkdir(mine)
+        limit = str(min(limit_mb * 2**20, self.headroom()))
+        if self.v2:
+            _write(os.path.join(mine, "memory.max"), limit)
+            _write_if_there(os.path.join(mine, "memory.swap.max"), "0")
+            _write_if_there(os.path.join(mine, "memory.oom.group"), "1")
+        else:
+            _write(os.path.join(mine, "memory.limit_in_bytes"), limit)
+            _write_if_there(os.path.join(mine, "memory.memsw.limit_in_bytes"), limit)  # no swap beyond it
+            _write_if_there(os.path.join(mine, "memory.swappiness"), "0")
+        if not self.shared:
+            _write(os.path.join(mine, "cgroup.procs"), str(os.getpid()))
+
+    def headroom(self) -> int:
+        """Bytes a child may have so that the two at work (the grader's ``PARALLEL``) fit in what
+        the groups above them (a container's) and the machine have left: half of the least, and
+        at least :data:`MEMORY_FLOOR_MB`. Then the child's own group is the one whose limit is
+        met, and the OOM killer ends a child that fills memory its resident size does not show
+        (memfd pages), never its neighbour or the grader, which a container's OOM killer would
+        choose between by resident size."""
+        left = []
+        where = os.path.dirname(self.base)
+        while len(where) > len("/sys/fs/cgroup") and where.startswith("/sys/fs/cgroup"):
+            limit = _read(os.path.join(where, "memory.max" if self.v2 else "memory.limit_in_bytes")).strip()
+            used = _read(os.path.join(where, "memory.current" if self.v2 else "memory.usage_in_bytes")).strip()
+            if limit.isdigit() and used.isdigit():
+                left.append(int(limit) - int(used))
+            where = os.path.dirname(where)
+        for line in _read("/proc/meminfo").splitlines():
+            if line.startswith("MemAvailable:") and line.split()[1].isdigit():
+                left.append(int(line.split()[1]) * 1024)
+        return max(MEMORY_FLOOR_MB * 2**20, min(left, default=2**62) // 2)
+
+    def measured(self, pid: int) -> tuple[int, int, int]:
+        """``(oom_kills, limit_mb, peak_mb)`` of a reaped child's group; ``(-1, 0, 0)`` without one."""
+        if self.base is None:
+            return -1, 0, 0
+        mine = os.path.join(self.base, str(pid))
+        events = _read(os.path.join(mine, "memory.events" if self.v2 else "memory.oom_control"))
+        kills = next((int(line.split()[1]) for line in events.splitlines()
+                      if line.startswith("oom_kill ") and line.split()[1].isdigit()), -1)
+        limit = _read(os.path.join(mine, "memory.max" if self.v2 else "memory.limit_in_bytes")).strip()
+        peak = _read(os.path.join(mine, "memory.peak" if self.v2 else "memory.max_usage_in_bytes")).strip()
+        return (kills, int(limit) // 2**20 if limit.isdigit() else 0, int(peak) // 2**20 if peak.isdigit() else 0)
+
+    def release(self, pid: int) -> None:
+        if self.base is not None and not self.shared:
+            _rmdir(os.path.join(self.base, str(pid)))
+
+    def close(self) -> None:
+        if self.base is not None and not self.shared:
+            for entry in os.scandir(self.base):
+                if entry.is_dir(follow_symlinks=False):
+                    _rmdir(entry.path)
+            _rmdir(self.base)
+            self.base = None
+
+
+def _write_if_there(path: str, text: str) -> None:
+    if os.path.exists(path):
+        _write(path, text)
+
+
+def oom_first() -> None:
+    """This process first for any OOM killer (``/proc/self/oom_score_adj``; raising it needs no privilege)."""
+    try:
+        _write("/proc/self/oom_score_adj", str(OOM_SCORE_ADJ))
+    except OSError:
+        pass
+
+
 def _rmdir(path: str) -> None:
     for _ in range(50):  # a child's last task may take a moment to leave its group once reaped
         try:
@@ -256,10 +405,10 @@ def _rmdir(path: str) -> None:
 
 
 def forget(zygote: int) -> None:
-    """Remove the group of a zygote that is gone (killed before it could remove it itself)."""
-    parent = pids_directory()
-    if parent is not None and not os.path.exists(f"/proc/{zygote}"):
-        _remove_group(os.path.join(parent, f"{_PREFIX}{zygote}"))
+    """Remove the groups of a zygote that is gone (killed before it could remove them itself)."""
+    for parent in (pids_directory(), memory_directory()):
+        if parent is not None and not os.path.exists(f"/proc/{zygote}"):
+            _remove_group(os.path.join(parent, f"{_PREFIX}{zygote}"))
 
 
 def _remove_group(path: str) -> None:

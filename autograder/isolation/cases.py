@@ -77,10 +77,11 @@ def _plain(failed) -> dict:
 
 
 def _classify(err: BaseException) -> tuple[str, str]:
+    """The learner's exception in its own words. What the grader says in its own (a timeout, a
+    crash, memory, a missing function) it finds itself (``exchange.settle``): the learner's code
+    runs in this process and may replace this function, or write to the socket itself."""
     if _isinstance(err, NotImplementedError):
         return "not_implemented", ""
-    if _isinstance(err, MemoryError):
-        return "memory", "MemoryError"
     if _isinstance(err, (SystemExit, KeyboardInterrupt)):
         return "exception", f"{_type(err).__name__} (exiting is not a result)"
     return "exception", describe(err)

@@ -1,7 +1,7 @@
 """A child of the zygote: confined before any learner code exists in it, then exercises.
 
-The order matters. Its own thread cap and scratch (``budget.py``: a pids group, a user or
-mount namespace with a tmpfs on the scratch directory) come first, while it still has the
+The order matters. Its own thread cap, memory group and scratch (``budget.py``: a pids group,
+a memory group, a user or mount namespace with a tmpfs on the scratch directory) come first, while it still has the
 grader's credentials; then silence, limits, the scratch as working directory and an import
 path with no grader module; then the Landlock rules are built while the child still has the
 grader's credentials (it must open the paths it may read); then the learner user (as
@@ -52,6 +52,8 @@ def settle(job: dict, policy: confine.Policy, zygote: int) -> None:
     workdir = job["workdir"]
     plan = policy.budget
     policy.groups.enter()  # first: a user namespace would leave it no right to the group's files
+    policy.memory.enter(job["memory_mb"])  # every page it will own counted, files in memory too
+    budget.oom_first()  # whichever OOM killer runs, it takes this child before the grader
     if plan["namespace"]:  # before the chdir: the working directory must be the tmpfs
         budget.enter_namespace(plan["namespace"], workdir, os.getuid(), os.getgid())
     if plan["tasks"] == "userns":  # counted in this child's own user namespace: its tasks only
@@ -64,6 +66,7 @@ def settle(job: dict, policy: confine.Policy, zygote: int) -> None:
         os.dup2(devnull, fd)
     os.close(devnull)
     cap(resource.RLIMIT_FSIZE, budget.SCRATCH_MB * 2**20)
+    cap(resource.RLIMIT_NOFILE, budget.FILES)  # a pipe's buffer is kernel memory no other limit counts
     limit(resource.RLIMIT_CORE, 0)
     # Each exercise sets its memory limit as a soft one (a reused child's next exercise may
     # need it higher), which the learner's code may raise up to the hard one: that ceiling is

@@ -113,12 +113,15 @@ class Policy:
     def __init__(self):
         self.abi = landlock_abi()[0]
         self.filter = seccomp.available()[0]
-        if self.filter:
-            seccomp.prepare()
         self.reads = [(p, os.path.isdir(p)) for p in _readable()] if self.abi else []
         # How each child's threads and scratch are capped (budget.py), and the zygote's pids group.
         self.budget = budget.plan(run_as=bool(os.environ.get("MHA_GRADE_RUN_AS")))
         self.groups = budget.Groups(self.budget["group"] if self.budget["tasks"] == "cgroup" else None)
+        # Each child's memory group (budget.py), where the kernel offers one; else memfd_create is refused.
+        self.memory = budget.MemoryGroups(self.budget["memory_group"], self.groups)
+        self.memfd = self.memory.base is not None
+        if self.filter:
+            seccomp.prepare(memfd=self.memfd)
 
 
 def _readable() -> list[str]:
@@ -232,7 +235,7 @@ def enforce(rules, policy: Policy) -> None:
         finally:
             rules.close()
     if policy.filter:
-        seccomp.install()
+        seccomp.install(memfd=policy.memfd)
     if os.geteuid() == 0 or policy.budget["tasks"] == "userns" or policy.budget["namespace"] == "user":
         _drop_capabilities(libc)  # root's, or those a user namespace of its own gave
 

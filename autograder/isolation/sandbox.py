@@ -29,7 +29,7 @@ from pathlib import Path
 from autograder import REFERENCES, within
 
 from . import budget, confine
-from .exchange import Child
+from .exchange import Child, Memory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +120,8 @@ class Zygote:
 
     def finish(self, child: "Child") -> int | None:
         """Kill what is left of the child's process group; its wait status (None if unknown).
-        ``child.refused_tasks``: how many new threads its pids group refused (0 without one)."""
+        ``child.refused_tasks``: how many new threads its pids group refused (0 without one);
+        ``child.memory``: what the kernel counted of its memory (``exchange.Memory``)."""
         for kill in (os.killpg, os.kill):  # the group, and the child if it left its group
             try:
                 kill(child.pid, signal.SIGKILL)
@@ -130,7 +131,9 @@ class Zygote:
         try:
             self.control.settimeout(10)
             self.control.sendall(b"W" + struct.pack("<q", child.pid))
-            status, child.refused_tasks = struct.unpack("<qq", _recv_exactly(self.control, 16))
+            status, child.refused_tasks, kills, limit_mb, peak_mb, rss_mb = struct.unpack(
+                "<qqqqqq", _recv_exactly(self.control, 48))
+            child.memory = Memory(None if kills < 0 else kills, limit_mb or None, peak_mb or None, rss_mb or None)
             return None if status < 0 else status
         except (OSError, struct.error):
             self.restart()  # the learner's code killed the zygote: a fresh one for the rest

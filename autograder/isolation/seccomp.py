@@ -9,7 +9,8 @@ without them; the child's socket to the grader was opened before), every new pro
 glibc falls back to ``clone`` when ``clone3`` says ENOSYS), ``execve``, ``ptrace`` and
 reading another process's memory, the namespace and mount calls, System V and POSIX message
 IPC (a channel between two learners of a batch), the kernel's riskier interfaces (bpf,
-perf_event_open, userfaultfd, keys), ``truncate`` by path (Landlock checks it only from ABI 3;
+perf_event_open, userfaultfd, keys), ``memfd_create`` where no memory cgroup counts its pages
+(``budget.py``), ``truncate`` by path (Landlock checks it only from ABI 3;
 an open file can still be truncated), and unsetting the death signal that ties the child to
 the zygote (``prctl(PR_SET_PDEATHSIG)``).
 
@@ -32,14 +33,14 @@ _ARCH = {
         "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
         "io_uring_setup": 425, "clone3": 435, "shmget": 29, "msgget": 68, "semget": 64, "mq_open": 240,
         "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "prctl": 157, "truncate": 76,
+        "request_key": 249, "prctl": 157, "truncate": 76, "memfd_create": 319,
     }),
     "aarch64": (0xC00000B7, {
         "socket": 198, "socketpair": 199, "clone": 220, "execve": 221, "ptrace": 117, "execveat": 281,
         "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268, "mount": 40,
         "umount2": 39, "pivot_root": 41, "chroot": 51, "io_uring_setup": 425, "clone3": 435, "shmget": 194,
         "msgget": 186, "semget": 190, "mq_open": 180, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-        "keyctl": 219, "add_key": 217, "request_key": 218, "prctl": 167, "truncate": 45,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "prctl": 167, "truncate": 45, "memfd_create": 279,
     }),
 }
 _ERRNO = {"clone3": errno.ENOSYS, "io_uring_setup": errno.ENOSYS}  # "not here": callers fall back
@@ -78,9 +79,12 @@ def available() -> tuple[bool, str]:
     return True, "seccomp filter"
 
 
-def program() -> list[tuple[int, int, int, int]]:
-    """The filter, as (code, jt, jf, k) instructions."""
+def program(memfd: bool = False) -> list[tuple[int, int, int, int]]:
+    """The filter, as (code, jt, jf, k) instructions. ``memfd``: allow ``memfd_create`` (where a
+    memory cgroup counts its pages; elsewhere such a file's memory would be nobody's)."""
     arch, numbers = _ARCH[machine()]
+    if memfd:
+        numbers = {name: nr for name, nr in numbers.items() if name != "memfd_create"}
     ins = [(_LD_ABS_W, 0, 0, _OFF_ARCH), (_JEQ, 1, 0, arch), (_RET, 0, 0, _KILL_PROCESS),
            (_LD_ABS_W, 0, 0, _OFF_NR)]
     if arch == _ARCH["x86_64"][0]:
@@ -100,18 +104,18 @@ def program() -> list[tuple[int, int, int, int]]:
 _LOADED: list = []  # the program as ctypes structures, built once (in the zygote) for every child
 
 
-def prepare() -> None:
+def prepare(memfd: bool = False) -> None:
     """Build the filter's structures now (the zygote), so that each child only loads them."""
     if not _LOADED:
-        ins = program()
+        ins = program(memfd)
         table = (_Filter * len(ins))(*[_Filter(*i) for i in ins])
         _LOADED[:] = [table, _Program(len(ins), table), ctypes.CDLL(None, use_errno=True)]
 
 
-def install() -> None:
+def install(memfd: bool = False) -> None:
     """Load the filter on this thread (the child has no other) and its future threads;
     OSError if the kernel refuses it."""
-    prepare()
+    prepare(memfd)
     _, prog, libc = _LOADED
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:  # required for an unprivileged filter
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
