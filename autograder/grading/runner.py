@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 import numpy as np
 import torch
 
-from .. import __version__
+from .. import __version__, scoring
 from ..isolation import exchange, protocol, sandbox
 from ..isolation.budget import TASKS
 from ..isolation.cleanup import remove_tree
@@ -236,7 +236,8 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
     outputs, run.not_imported = exchange.run_cases(
         run.child, begin, release, len(run.cases), deadline, _answerer(run.proxies), [c.timeout for c in run.cases],
         run.exercise.case_cpu, run.sources, module=run.exercise.module, exercise=run.exercise.id,
-        seconds=run.timeout, run_deadline=run_deadline)
+        seconds=run.timeout, run_deadline=run_deadline,
+        optional=frozenset(i for i, c in enumerate(run.cases) if scoring.PROBE in (c.features or {})))
     run.cpu = spent[0]
     return outputs
 

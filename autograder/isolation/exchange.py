@@ -258,7 +258,8 @@ def job(exercise: str, module: str, sources: dict[str, str], cases: list, memory
 
 def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Child, str | None], int | None],
               n_cases: int, deadline: float, answer, case_timeouts: list, case_budget: float | None, sources: dict, *,
-              module: str, exercise: str, seconds: float, run_deadline: float | None = None) -> tuple[list, dict]:
+              module: str, exercise: str, seconds: float, run_deadline: float | None = None,
+              optional: frozenset = frozenset()) -> tuple[list, dict]:
     """One exercise's cases, from ``child`` (which has its job) on, the grader's and the
     self-check's way alike: ``(outputs, record of failed imports)``.
 
@@ -268,7 +269,12 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     machine is not the learner's. The cases after a slow one run in a fresh child too, each
     with its own outcome, never the one before's. ``release(child, ended)`` takes each child
     back (reaped or kept) and returns its wait status. The errors are then held to what the
-    grader read in the sources itself (:func:`held_to_facts`)."""
+    grader read in the sources itself (:func:`held_to_facts`).
+
+    ``optional``: the indexes of cases run only to word another's failure (the grader's
+    interventions, which score nothing): one that runs out of its limit is not run again, and
+    those right after a case that ran out take its outcome without running, so a submission
+    that loops costs the graded cases' limits only."""
     cpu_limit = case_budget * CPU_MARGIN if case_budget else None
     outputs: list = [None] * n_cases
     first, rerun, failed = 0, None, {}
@@ -288,11 +294,14 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
             break
         case = first + pending
         outputs[first:case] = part[:pending]
-        if rerun is None:  # its first run may have met a busy moment: once more, in a fresh child
+        if rerun is None and case not in optional:  # its first run may have met a busy moment: once more
             rerun = first = case
         else:
             outputs[case] = settle([None], ended, status, case_timeouts=[case_timeouts[case]], **words)[0]
             first = case + 1
+            while first < n_cases and first in optional:  # an intervention on a case that ran out: its outcome
+                outputs[first] = outputs[case]
+                first += 1
         if first >= n_cases:
             break
         child = begin(first)
