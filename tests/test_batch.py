@@ -266,7 +266,8 @@ def test_batch_with_the_real_pipeline(tmp_path):
     shutil.copytree(ROOT / "solutions", root / "ada")
     shutil.copytree(ROOT / "mha_exercises", root / "bob")
     (root / "cy").mkdir()
-    (root / "cy" / "attention.py").write_text("import os\nos._exit(0)\n")
+    # its softmax is there (the grader's own parse finds it): the process dies before it runs
+    (root / "cy" / "attention.py").write_text("import os\nos._exit(0)\n\n\ndef softmax(x, axis=-1):\n    return x\n")
     shutil.make_archive(str(root / "ada"), "zip", root / "ada")  # ada hands in a zip
     shutil.rmtree(root / "ada")
     out = tmp_path / "out"
