@@ -191,6 +191,7 @@ class CaseError:
 
     kind: str
     message: str
+    ran: bool = True  # False: the grader never ran the case (``exchange.NOT_RUN``), so it shows nothing
 
     def __post_init__(self):
         # The one door of the learner's words into a result (an exception's message, its type's

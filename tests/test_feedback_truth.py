@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from solution_copies import edited_solutions
 
 from autograder import scoring
@@ -468,3 +470,31 @@ def test_without_a_minimal_pair_no_feature_is_blamed():
                            lambda i, d=None: {} if d is None else None, hints={"Lq < Lk": "align to the end"})
     assert "Correct on Lq = Lk; fails on Lq < Lk, other features the same ('c' fails, 'a' passes): align to the " \
            "end." in result.feedback, result.feedback
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["Lq = Lk", "Lq < Lk"]), st.sampled_from(["float64", "float32"]),
+                          st.sampled_from(["right", "wrong", "slow", "not run"])), min_size=2, max_size=8))
+def test_a_case_the_grader_never_ran_is_no_evidence(rows):
+    """After a slow case the grader may leave the rest unrun (``exchange.NOT_RUN``): such a case
+    is never named as the failing half of a pair, never makes a rung of the ladder pass or fail,
+    and its words are its own ("not run"), never the slow case's."""
+    def case(i, lengths, dtype):
+        return Case(f"case{i}", "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]},
+                    features={"lengths": lengths, "dtype": dtype}, rung=int(lengths != "Lq = Lk"))
+
+    right, wrong = {"out": np.array([True])}, {"out": np.array([False])}
+    made = {"right": right, "wrong": wrong, "slow": CaseError("timeout", "this case used more than 1.5 s"),
+            "not run": CaseError("timeout", "not run: an earlier case of this exercise was too slow", ran=False)}
+    cases = [case(i, lengths, dtype) for i, (lengths, dtype, _) in enumerate(rows)]
+    result = scoring.score("causal_mask", 4, cases, [made[what] for *_, what in rows], [right] * len(rows),
+                           lambda i, d=None: {} if d is None else None,
+                           ladder=(("Lq = Lk", ""), ("Lq < Lk", "align to the end")))
+    unrun = [f"case{i}" for i, (*_, what) in enumerate(rows) if what == "not run"]
+    for name in unrun:
+        assert f"{name!r} fails" not in result.feedback and f"{name!r} vs" not in result.feedback, result.feedback
+    if unrun:
+        assert not result.ladder and "Every case with" not in result.feedback, result.feedback
+        shown = [c.feedback for c in result.cases if c.name in unrun]
+        assert all(f.startswith("timed out: not run") for f in shown), shown
+    assert "this case used more than" not in result.feedback or any(what == "slow" for *_, what in rows)

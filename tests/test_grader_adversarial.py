@@ -79,13 +79,14 @@ def test_infinite_loop_times_out_alone(zygote, tmp_path):
     results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
                           ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
     # Stopped by its case's CPU limit (0.5 s, times the margin), long before the exercise's 60 s;
-    # each case its own outcome (the first rerun once): every case loops, every case timed out.
+    # then the cases after it share one such limit: every case loops, every case timed out.
     limit = EXERCISES["softmax"].case_cpu * exchange.CPU_MARGIN
     assert_only(results, "softmax", "timed out", f"more than {limit:g} s of CPU time")
     assert all(c.feedback.startswith("timed out") for c in results["softmax"].cases)
-    # What it cost is CPU time (a busy machine stretches the wall time, not this): each case's
-    # limit once, the first case's twice (its rerun), and a little for the imports.
-    assert results["softmax"].cpu_seconds <= limit * (len(results["softmax"].cases) + 1) + 2
+    # What it cost is CPU time (a busy machine stretches the wall time, not this): two limits, the
+    # first case's and the one the rest shared, and a little for the imports; not one per case.
+    assert results["softmax"].cpu_seconds <= 2 * limit + 0.5
+    assert sum(c.feedback.startswith("timed out: not run") for c in results["softmax"].cases) >= 2
 
 
 def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
@@ -413,8 +414,11 @@ def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path
     # (``exchange.run_cases``: the exercise's limit, for a case that waits forever after one that did).
     assert not graded.cases[0].passed and graded.cases[0].feedback == checked.cases[0].feedback
     assert case_timeout or {c.feedback for c in checked.cases} == said
-    assert len(said) == 1 or case_timeout and said <= {graded.cases[0].feedback, checked.cases[-1].feedback} | {
-        c.feedback for c in graded.cases if c.feedback.startswith("timed out: no result within")}
+    # Each later case: the same end, or (after a slow case) the limit the later cases shared, the
+    # exercise's wall limit, or "not run".
+    later = {c.feedback for c in graded.cases if c.feedback.startswith(("timed out: no result", "timed out: not run"))}
+    assert len(said) == 1 or (case_timeout or hostile == "infinite_loop") and said <= {
+        graded.cases[0].feedback, checked.cases[-1].feedback} | later
     assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)
     if case_timeout:
         assert "this case's 1 s" in graded.cases[0].feedback

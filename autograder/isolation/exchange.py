@@ -14,6 +14,7 @@ own parse of the sources (:func:`held_to_facts`, ``facts.py``).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import signal
@@ -66,12 +67,14 @@ class Child:
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
-                case_timeouts: list | None = None, case_cpu: float | None = None) -> tuple[list, str | None]:
+                case_timeouts: list | None = None, case_cpu: float | None = None,
+                shared: bool = False) -> tuple[list, str | None]:
         """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
 
         ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
         previous case's report (or of the module's import) as well. ``case_cpu``: CPU seconds
-        the child may spend on any one case, after ``IMPORT_CPU`` for importing the module.
+        the child may spend on any one case, after ``IMPORT_CPU`` for importing the module;
+        ``shared``: on all the cases together instead.
         Returns one entry per case (plain output, CaseError, or None when none came) and why
         the exchange ended early (``"timeout"``, ``"cpu"`` for a case over ``case_cpu``,
         ``"import_cpu"``, ``"closed"``, ``"garbage"``, ``"oversize"`` when its frames together
@@ -135,9 +138,9 @@ class Child:
                 self.not_imported = not_imported(msg.get("not_imported"))
                 return in_the_notes_words(outputs, self.not_imported), None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
-                importing, progress = False, time.monotonic()  # a case's result ends the import, said or not
-                if spent is not None:
+                if spent is not None and (importing or not shared):
                     spent = self.cpu_seconds()
+                importing, progress = False, time.monotonic()  # a case's result ends the import, said or not
                 if "ok" in msg:
                     outputs[msg["case"]] = msg["ok"]
                 else:
@@ -263,26 +266,30 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     """One exercise's cases, from ``child`` (which has its job) on, the grader's and the
     self-check's way alike: ``(outputs, record of failed imports)``.
 
-    A case that runs out of its CPU limit (``case_budget`` times :data:`CPU_MARGIN`) or its own
-    time limit is run once more, in a fresh child (``begin(i)``: a child given the cases from i
-    on), before it is called slow: the first such case of the exercise, as a busy moment of the
-    machine is not the learner's. The cases after a slow one run in a fresh child too, each
-    with its own outcome, never the one before's. ``release(child, ended)`` takes each child
-    back (reaped or kept) and returns its wait status. The errors are then held to what the
-    grader read in the sources itself (:func:`held_to_facts`).
+    A case that runs out of its CPU limit (``case_budget`` times :data:`CPU_MARGIN`) is slow:
+    CPU time is the child's own, and the margin is what a busy machine's caches and clock take
+    from it. A case that runs out of its own *wall* limit is run once more in a fresh child
+    (``begin(i)``: a child given the cases from i on) before it is called slow, as a busy moment
+    of the machine is not the learner's. Once a case is slow, the cases after it run in a fresh
+    child that has one case's CPU limit for them all: each that returns within it has its own
+    outcome, never the slow one's; when it runs out, the case then running is slow too and the
+    rest were not run (:data:`NOT_RUN`: no feedback may use them as evidence). So code that
+    loops costs two limits, not one per case. ``release(child, ended)`` takes each child back
+    (reaped or kept) and returns its wait status. The errors are then held to what the grader
+    read in the sources itself (:func:`held_to_facts`).
 
     ``optional``: the indexes of cases run only to word another's failure (the grader's
     interventions, which score nothing): one that runs out of its limit is not run again, and
-    those right after a case that ran out take its outcome without running, so a submission
-    that loops costs the graded cases' limits only."""
+    those right after a slow case take its outcome without running."""
     cpu_limit = case_budget * CPU_MARGIN if case_budget else None
     outputs: list = [None] * n_cases
-    first, rerun, failed = 0, None, {}
+    first, rerun, shared, failed = 0, None, None, {}
     words = dict(module=module, seconds=seconds, deadline=deadline, case_cpu=cpu_limit, run_deadline=run_deadline)
     while True:
         part, ended, status = [None] * (n_cases - first), "closed", None
         try:
-            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:], cpu_limit)
+            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:], cpu_limit,
+                                        shared=shared is not None)
         finally:
             status = release(child, ended)
         failed.update(child.not_imported)
@@ -294,12 +301,18 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
             break
         case = first + pending
         outputs[first:case] = part[:pending]
-        if rerun is None and case not in optional:  # its first run may have met a busy moment: once more
+        if shared is not None:  # the limit the cases after a slow one shared ran out here
+            outputs[case] = CaseError("timeout", f"no result: an earlier case of this exercise was too slow, so the "
+                                                 f"cases after it shared {cpu_limit:g} s of CPU time, which ran out "
+                                                 "during this case (an infinite loop, or far too slow)")
+            outputs[case + 1:] = [CaseError("timeout", NOT_RUN.format(limit=cpu_limit), ran=False)] * (n_cases - case - 1)
+            break
+        if ended == "timeout" and rerun is None and case not in optional:  # a busy moment's: once more
             rerun = first = case
         else:
             outputs[case] = settle([None], ended, status, case_timeouts=[case_timeouts[case]], **words)[0]
-            first = case + 1
-            while first < n_cases and first in optional:  # an intervention on a case that ran out: its outcome
+            shared, first = case, case + 1
+            while first < n_cases and first in optional:  # an intervention on a slow case: its outcome
                 outputs[first] = outputs[case]
                 first += 1
         if first >= n_cases:
@@ -308,6 +321,11 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     record = not_imported_in(failed, sources)
     outputs = in_the_notes_words(outputs, record)
     return held_to_facts(outputs, sources, module, exercise, record), record
+
+
+# A case the grader never ran, as it says so; ``not_run`` tells the scoring it is no evidence.
+NOT_RUN = ("not run: an earlier case of this exercise was too slow, and the cases after it ran out of the "
+           "{limit:g} s of CPU time they shared before this one")
 
 
 def settle(outputs: list, ended: str | None, status: int | None, *, module: str, seconds: float, deadline: float,
@@ -326,7 +344,10 @@ def settle(outputs: list, ended: str | None, status: int | None, *, module: str,
     if any(o is None for o in outputs):
         missing = _ending(ended, status, outputs, module=module, seconds=seconds, deadline=deadline,
                           case_cpu=case_cpu, case_timeouts=case_timeouts, run_deadline=run_deadline, memory=memory)
-        outputs = [missing if o is None else o for o in outputs]
+        # The first case without a result is the one the child was running; the rest never ran.
+        pending = outputs.index(None)
+        unrun = dataclasses.replace(missing, ran=False)
+        outputs = [o if o is not None else missing if i == pending else unrun for i, o in enumerate(outputs)]
     if sources is not None and exercise is not None:
         outputs = held_to_facts(outputs, sources, module, exercise)
     return outputs

@@ -69,6 +69,10 @@ def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
         if error.kind == "exception":  # the same exception type at the same line of the learner's code
             where = re.search(r"\((\S+), line (\d+)", error.message or "")
             return ("exception", (error.message or "").split(":")[0], where and where.groups()), result.feedback
+        if not error.ran:  # said last (``summary.sentences``): it is about the grader, not the code
+            return ("not run", error.message), result.feedback
+        if error.kind == "timeout":  # slow, or slow in the time shared after a slow case: each its words
+            return (error.kind, error.message), result.feedback
         return (error.kind,), result.feedback
     first = reasons[0] if reasons else result.feedback
     kind = next((k for words, k in _KINDS if words in first), "values")

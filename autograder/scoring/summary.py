@@ -66,7 +66,8 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     Each sentence names the assumption when the failing case raised at a line of the learner's.
     Without either, which features those failing cases share."""
     features = [{k: v for k, v in (c.features or {}).items() if k not in RESERVED} for c in cases]
-    failing = [i for i, ok in enumerate(passed) if not ok and i not in named]
+    # A case the grader never ran (``CaseError.ran``) shows nothing about the code: never a pair's half.
+    failing = [i for i, ok in enumerate(passed) if not ok and i not in named and getattr(outputs[i], "ran", True)]
     every_failing = [i for i, ok in enumerate(passed) if not ok]  # "Correct on G": none of them has G
     passing = [i for i, ok in enumerate(passed) if ok and not _inert(cases[i])]
     probes = probes or {}
@@ -204,7 +205,7 @@ def sentences(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolate
     rungs of the case ladder pass, never a cause)."""
     groups: dict = {}
     for key, text, name in failed:
-        groups.setdefault(key, [text, [], key[0] != "bug"])[1].append(name)
+        groups.setdefault(key, [text, [], (key[0] != "bug", key[0] == "not run")])[1].append(name)
     parts = []
     for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
