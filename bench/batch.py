@@ -224,6 +224,16 @@ def main(argv: list[str] | None = None) -> int:
         roster.write_text("\n".join(names + later + no_show) + "\n")
 
         torch1 = statistics.median([_torch_import() for _ in range(3)])
+        # What a run costs whatever the class: the same command on a class of one correct submission
+        # (the imports, the zygotes, the class files), so the overhead per submission shows apart.
+        one, one_out = tmp / "one", tmp / "one-out"
+        (one / "learner000").mkdir(parents=True)
+        for f in (ROOT / "solutions").glob("*.py"):
+            if f.name != "__init__.py":
+                (one / "learner000" / f.name).write_text(f.read_text())
+        (tmp / "one-roster.txt").write_text("learner000\n")
+        _, cpu_start, _ = _command(one, one_out, args, deadline, tmp / "one-roster.txt")
+        start_cases = sum(e.get("cpu_seconds", 0.0) for r in _reports(one_out).values() for e in r.get("exercises", []))
         wall1, cpu1, said1 = _command(cls, out, args, deadline, roster)
         torch1 = statistics.median([torch1, _torch_import(), _torch_import()])  # before and after
         first = _reports(out)
@@ -283,6 +293,19 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row("rerun after a check changed, wall", f"{third.graded} graded", f"{wall3:.1f}", "", "")
     table.add_row("wall per submission (first run)", "", f"{per_submission:.3f}", f"target {args.target:g}", "")
     table.add_row("CPU per submission (first run)", "", f"{cpu1 / args.n:.3f}", "", "")
+    # The cases' CPU: what the kernel counted for the learner-side children while they ran each
+    # exercise's cases (each report's cpu_seconds); the overhead: all the rest of the command's CPU.
+    cases = sum(e.get("cpu_seconds", 0.0) for r in first.values() for e in r.get("exercises", []))
+    overhead = cpu1 - cases
+    fixed = cpu_start - start_cases  # a class of one: the start-up and the one submission's overhead
+    table.add_row("  of which the cases (learner side), per submission", "", f"{cases / args.n:.3f}", "", "")
+    table.add_row("  of which the overhead, per submission", "", f"{overhead / args.n:.3f}", "",
+                  f"{100 * overhead / cases:.0f}% of the cases'")
+    table.add_row("  the overhead of a class of one (start-up included)", "", f"{fixed:.2f}", "", "")
+    table.add_row("  the overhead per submission beyond that", "", f"{(overhead - fixed) / (args.n - 1):.3f}", "",
+                  f"{100 * (overhead - fixed) / (args.n - 1) / (cases / args.n):.0f}% of the cases'")
+    table.add_row(f"(cases + overhead) / {args.jobs} jobs, per submission", "", f"{cpu1 / args.n / args.jobs:.3f}", "",
+                  f"wall {100 * per_submission / (cpu1 / args.n / args.jobs):.0f}% of it")
     table.add_section()
     table.add_row('python -c "import torch" (median, around the first run)', "", f"{torch1:.2f}",
                   f"issue's {ref:g}", f"{torch1 / ref:.2f}x the issue's")
@@ -293,18 +316,25 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=110)
     console.print(table)
 
-    cpu = Table(title="Learner-side CPU per exercise (first run, mean over the submissions graded)")
-    for col in ("exercise", "CPU ms", "share"):
+    cpu = Table(title="Learner-side CPU per exercise (first run): mean over every submission, and over the correct")
+    for col in ("exercise", "CPU ms", "share", "correct: CPU ms"):
         cpu.add_column(col, justify="right" if col != "exercise" else "left")
     spent: dict[str, list] = {}
-    for report in first.values():
+    right: dict[str, list] = {}
+    for learner, report in first.items():
         for e in report.get("exercises", []):
             spent.setdefault(e["id"], []).append(e.get("cpu_seconds", 0.0))
+            if kinds[learner].startswith("correct"):
+                right.setdefault(e["id"], []).append(e.get("cpu_seconds", 0.0))
     means = {e: statistics.fmean(v) for e, v in spent.items()}
+    right_means = {e: statistics.fmean(v) for e, v in right.items()}
     for e, m in sorted(means.items(), key=lambda kv: -kv[1]):
-        cpu.add_row(e, f"{1000 * m:.1f}", f"{100 * m / max(sum(means.values()), 1e-9):.0f}%")
-    cpu.add_row("all exercises", f"{1000 * sum(means.values()):.0f}", "")
+        cpu.add_row(e, f"{1000 * m:.1f}", f"{100 * m / max(sum(means.values()), 1e-9):.0f}%",
+                    f"{1000 * right_means.get(e, 0.0):.1f}")
+    cpu.add_row("all exercises", f"{1000 * sum(means.values()):.0f}", "", f"{1000 * sum(right_means.values()):.0f}")
     console.print(cpu)
+    console.print("(An exercise's CPU counts what its child spent from taking the job to its last result: the first "
+                  "exercise of a fresh child also pays the child's confinement.)")
 
     copied = {frozenset((k, v.split("copies ")[1])) for k, v in kinds.items() if "copies " in v}
     found = {pair for pair in copied if any(pair <= c for c in clusters)}

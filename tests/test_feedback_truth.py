@@ -332,7 +332,7 @@ def test_merge_by_swapaxes_and_a_count_ignoring_value_dim_are_named():
     assert "ignores value_dim" in count.feedback, count.feedback
 
 
-MEMORY_CASE = "Lq 96 < Lk 2048, d_k = d_v, chunk_size 64 (memory measured)"
+MEMORY_CASE = "Lq 64 < Lk 512, d_k = d_v, chunk_size 16 (memory measured)"
 
 
 def _mib(text, before):
@@ -363,7 +363,7 @@ def test_a_whole_score_matrix_is_told_what_it_held(name):
         assert "of new NumPy arrays and Python objects at once:" in said
     assert failing[0].cause == {"kind": "mismatch", "what": "peak memory"}
     assert scoring.MISMATCH_WORDS["peak memory"].startswith("the call held at least half of the whole score matrix")
-    assert "Correct on a few keys; fails on 2048 keys (32 chunks), other features the same" in result.feedback
+    assert "Correct on a few keys; fails on 512 keys (32 chunks), other features the same" in result.feedback
     assert not stated(result)  # no known bug's values: nothing to diagnose but the memory
 
 

@@ -127,6 +127,19 @@ def exercise_cases(exercise: Exercise, seed: int) -> list[Case]:
 def forget_cases() -> None:
     """Drop the drawn cases: the next grade draws them again (or reads them from disk)."""
     _CASES.clear()
+    _FRAMES.clear()
+
+
+_FRAMES: dict = {}  # id(cases) -> (the cases, their frame): encoded once, sent to every child
+
+
+def _cases_frame(cases: list[Case]) -> bytes:
+    hit = _FRAMES.get(id(cases))
+    if hit is None or hit[0] is not cases:
+        if len(_FRAMES) >= 64:
+            _FRAMES.clear()
+        hit = _FRAMES[id(cases)] = (cases, exchange.cases_frame([(c.driver, c.inputs) for c in cases]))
+    return hit[1]
 
 
 # ------------------------------------------------------------------------- the pipeline
@@ -200,7 +213,7 @@ def _launch(start, submission: Submission, exercise: Exercise, seed, time_limit,
     if time.monotonic() >= run_deadline:
         early = [CaseError("timeout", "the run's time budget was used up before this exercise")] * len(cases)
         return _Running(exercise, cases, None, timeout, proxies, early)
-    job = exchange.job(exercise.id, exercise.module, submission.sources, [(c.driver, c.inputs) for c in cases],
+    job = exchange.job(exercise.id, exercise.module, submission.sources, _cases_frame(cases),
                        exercise.memory_mb, timeout, proxies)
     child = start(job)
     cpu = child.cpu_seconds()
@@ -220,7 +233,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
     since, spent = {id(run.child): run.cpu}, [0.0]  # each child's CPU seconds when it took its job
 
     def begin(first: int) -> exchange.Child:
-        child = start(dict(run.job, cases=run.job["cases"][first:]))
+        child = start(dict(run.job, first=first))
         since[id(child)] = child.cpu_seconds()
         return child
 

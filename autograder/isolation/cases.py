@@ -16,6 +16,13 @@ class _Failure(Exception):
         self.kind, self.message = kind, message
 
 
+def next_job(sock) -> dict:
+    """A job and the frame of its cases that follows it (``exchange.Child.start``), from its ``first`` case on."""
+    job = protocol.recv(sock, **protocol.JOB_LIMITS)
+    job["cases"] = protocol.recv(sock, **protocol.JOB_LIMITS)["cases"][job.get("first", 0):]
+    return job
+
+
 def run(sock, job, drivers, pristine) -> bool:
     """One exercise's cases; whether this process may run the next exercise."""
     def call_grader(name, args, kwargs):

@@ -30,7 +30,7 @@ def run(sock, drivers, namespaces: list, policy: confine.Policy, zygote: int) ->
     code = 0
     try:
         os.setpgid(0, 0)
-        job = protocol.recv(sock, **protocol.JOB_LIMITS)
+        job = cases.next_job(sock)
         settle(job, policy, zygote)
         pristine = Pristine(namespaces)
         while True:
@@ -38,7 +38,7 @@ def run(sock, drivers, namespaces: list, policy: confine.Policy, zygote: int) ->
             if not cases.run(sock, job, drivers, pristine):
                 break
             try:
-                job = protocol.recv(sock, **protocol.JOB_LIMITS)
+                job = cases.next_job(sock)
             except protocol.Closed:
                 break
     except BaseException:  # noqa: BLE001  the grader sees the missing results as a crash

@@ -55,13 +55,20 @@ class Child:
     # ``{"masking": "ValueError at line 3: boom (`raise ValueError('boom')`)"}``.
     not_imported: dict = field(default_factory=dict)
     memory: "Memory | None" = None  # what the kernel counted of its memory, once reaped (Zygote.finish)
+    _stat: int | None = field(default=None, repr=False)  # its /proc stat file, open while it lives
 
     def start(self, job: dict) -> bool:
-        """Send the job: the child starts on it at once (False if it is gone or does not read it)."""
+        """Send the job: the child starts on it at once (False if it is gone or does not read it).
+
+        Two frames: the job without its cases, then the cases (``job["cases"]``: a list, or the
+        frame :func:`cases_frame` made once for every submission of a batch)."""
         self.reusable = False
         try:
             self.sock.settimeout(SEND_SECONDS)
-            protocol.send(self.sock, job, max_string=protocol.JOB_LIMITS["max_string"])
+            cases = job["cases"]
+            protocol.send(self.sock, {k: v for k, v in job.items() if k != "cases"},
+                          max_string=protocol.JOB_LIMITS["max_string"])
+            protocol.send_frame(self.sock, cases if isinstance(cases, bytes) else cases_frame(cases))
             return True
         except (OSError, protocol.Garbage):  # socket.timeout included; Garbage: a job it cannot take
             return False
@@ -153,11 +160,21 @@ class Child:
         """CPU time the child has used (user and system, all its threads), read by the kernel's
         count, which its own code cannot change; 0.0 when unreadable (the wall limits still hold)."""
         try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+            # Opened once and read again at each look (a grader looks hundreds of times a
+            # submission); once the process is gone, the open file refuses to be read, so a
+            # pid reused since is never read in its place.
+            if self._stat is None:
+                self._stat = os.open(f"/proc/{self.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            fields = os.pread(self._stat, 4096, 0).rsplit(b")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / _TICKS
         except (OSError, IndexError, ValueError):
             return 0.0
+
+    def forget(self) -> None:
+        """Close what the grader held open of the child (once it is reaped)."""
+        if self._stat is not None:
+            os.close(self._stat)
+            self._stat = None
 
 
 def _readable(sock: socket.socket, until: float) -> bool:
@@ -249,14 +266,22 @@ def _case_error(error) -> CaseError:
     return CaseError("exception", text or "an exception (no message)")
 
 
-def job(exercise: str, module: str, sources: dict[str, str], cases: list, memory_mb: int, seconds: float,
+def job(exercise: str, module: str, sources: dict[str, str], cases: list | bytes, memory_mb: int, seconds: float,
         proxies: dict[str, str] | None = None, workdir: str = "") -> dict:
     """What :meth:`Child.start` sends, for the grader and the self-check alike: the exercise's
-    ``cases`` (``(driver, inputs)`` each) on the learner's ``sources``, under ``memory_mb`` and
-    a CPU limit a second past the exercise's ``seconds`` (the wall limit ends it first)."""
+    ``cases`` (``(driver, inputs)`` each, or their :func:`cases_frame`) on the learner's
+    ``sources``, under ``memory_mb`` and a CPU limit a second past the exercise's ``seconds``
+    (the wall limit ends it first). ``first`` (0 here): the case the child starts from."""
     return {"exercise": exercise, "module": module, "sources": sources, "proxies": dict(proxies or {}),
-            "cases": [[driver, inputs] for driver, inputs in cases], "memory_mb": memory_mb,
-            "cpu_seconds": seconds + 1, "workdir": workdir}
+            "cases": cases if isinstance(cases, bytes) else [[driver, inputs] for driver, inputs in cases],
+            "first": 0, "memory_mb": memory_mb, "cpu_seconds": seconds + 1, "workdir": workdir}
+
+
+def cases_frame(cases: list) -> bytes:
+    """An exercise's cases as the frame that follows its job: the same for every submission of a
+    batch, so the grader encodes it once (the lab model's weights make chapter 6's 2.8 MB)."""
+    return protocol.encode({"cases": [[driver, inputs] for driver, inputs in cases]},
+                           max_string=protocol.JOB_LIMITS["max_string"])
 
 
 def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Child, str | None], int | None],

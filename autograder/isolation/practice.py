@@ -151,12 +151,12 @@ def _child(sock: socket.socket, drivers_name: str) -> None:
                 import resource  # noqa: F401
             except ImportError:  # Windows: isolation/child.py imports it for limits this path never sets
                 sys.modules["resource"] = _no_limits()
-        from . import cases, package, protocol  # deferred: after the resource stand-in (Windows)
+        from . import cases, package  # deferred: after the resource stand-in (Windows)
         from .zygote import preload  # deferred: after the resource stand-in too
 
         drivers = preload(drivers_name)
         sock.sendall(b"R")
-        job = protocol.recv(sock)
+        job = cases.next_job(sock)
         here = os.path.join(job["workdir"], str(job["exercise"]).replace("/", "_"))
         os.makedirs(here, exist_ok=True)
         os.chdir(here)

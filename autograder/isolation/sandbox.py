@@ -128,6 +128,7 @@ class Zygote:
             except OSError:
                 pass
         child.sock.close()
+        child.forget()
         try:
             self.control.settimeout(10)
             self.control.sendall(b"W" + struct.pack("<q", child.pid))

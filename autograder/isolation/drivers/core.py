@@ -48,6 +48,14 @@ def _to_array(x):
     return None
 
 
+def seed_torch(seed: int) -> None:
+    """``torch.manual_seed`` for the CPU, which is all a case runs on: torch's own also queues a
+    seeding of every accelerator with a formatted stack trace each time (a tenth of a child's CPU)."""
+    import torch
+
+    torch.default_generator.manual_seed(seed)
+
+
 def _torch_if_loaded():
     return sys.modules.get("torch")
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .core import describe_result
+from .core import describe_result, seed_torch
 
 
 class _Cache:
@@ -93,7 +93,7 @@ def generate_run(ns, state, num_heads, prompt, max_new_tokens, temperature=0.0, 
     weights = dict(model.w)  # the tensors themselves: an in-place change shows against the state
     given = torch.from_numpy(np.array(prompt))
     prompt_tensor = given.clone()
-    torch.manual_seed(12345)  # torch's global generator: not the one a sampling case hands over
+    seed_torch(12345)  # torch's global generator: not the one a sampling case hands over
     generator = None if seed is None else torch.Generator().manual_seed(int(seed))
     result = ns.module("language_model").generate(model, prompt_tensor, max_new_tokens, temperature=temperature,
                                                   generator=generator, use_cache=use_cache)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import describe_result, plain
+from .core import describe_result, seed_torch, plain
 
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
@@ -42,7 +42,7 @@ def _build_layer(ns, config, state, dtype):
     """The learner's layer with the case's weights loaded, or None when its shapes differ."""
     import torch
 
-    torch.manual_seed(0)
+    seed_torch(0)
     cls = ns.module("layer").MultiHeadAttention
     layer = cls(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"), vdim=config.get("vdim"),
                 bias=config.get("bias", True), dropout=config.get("dropout", 0.0))
@@ -89,7 +89,7 @@ def mha_forward(ns, config, state, query, key, value, mask=None, head_mask=None,
     grad = grad_out is not None
     q, k, v = (_tensor(x, dtype, grad) for x in (query, key, value))
     m, h = _tensor(mask, dtype), _tensor(head_mask, dtype)
-    torch.manual_seed(1)
+    seed_torch(1)
     result = layer(q, k, v, mask=m, head_mask=h)
     data.update(describe_result(result, ("out", "weights")))
     # Cast back to the case's dtype, so that an unchanged input compares equal to the original.
@@ -136,10 +136,10 @@ def mha_dropout(ns, config, state, query, key, value, mask=None, dtype="float64"
     q, k, v, m = (_tensor(x, dtype) for x in (query, key, value, mask))
     layer.eval()
     with torch.no_grad():
-        torch.manual_seed(1)  # the same dropout draws as the reference, should a bug use them
+        seed_torch(1)  # the same dropout draws as the reference, should a bug use them
         data.update(describe_result(layer(q, k, v, mask=m), ("out", "weights")))
         layer.train()
-        torch.manual_seed(1)
+        seed_torch(1)
         train = describe_result(layer(q, k, v, mask=m), ("out", "weights"))
     data["weights_train"] = train.get("weights")
     data["_out_train"] = train.get("out")
@@ -154,7 +154,7 @@ def mha_from_torch(ns, config, torch_state, query, key, value, mask=None, dtype=
     """
     import torch
 
-    torch.manual_seed(0)
+    seed_torch(0)
     ref = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config.get("bias", True),
                                       kdim=config.get("kdim"), vdim=config.get("vdim"), batch_first=True,
                                       dtype=getattr(torch, dtype))
@@ -202,7 +202,7 @@ def gqa_forward(ns, config, state, x, mask=None, causal=False, past=None, dtype=
     """
     import torch
 
-    torch.manual_seed(0)
+    seed_torch(0)
     cls = ns.module("efficient").GroupedQueryAttention
     layer = cls(*(config[k] for k in GQA_CONFIG), bias=config.get("bias", True))
     shapes = param_shapes(layer)
