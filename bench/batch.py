@@ -12,7 +12,8 @@ Every run is the ``mha-grade batch`` command in a fresh process, timed whole, as
 instructor runs it (imports, learner-side zygotes, class files, similarity included).
 Targets: at most 0.2 s of wall time per submission for the first run; a rerun after 5 more
 arrive grades exactly those 5, in under 10% of the first run's time and at most 3 s (the 5
-are a mix too: one of them loops forever, and costs its case's CPU limit, 0.5 s). The rerun
+are a mix too: one of them loops forever, and costs its first case's CPU limit, 1.5 s, and the
+0.5 s the cases after it share: ``exchange.run_cases``). The rerun
 is done ``--reruns`` times, 5 more each time: the median is checked, the range printed. A
 second table gives each exercise's learner-side CPU time, from the reports, so the slowest
 checks show.

@@ -296,10 +296,10 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     from it. A case that runs out of its own *wall* limit is run once more in a fresh child
     (``begin(i)``: a child given the cases from i on) before it is called slow, as a busy moment
     of the machine is not the learner's. Once a case is slow, the cases after it run in a fresh
-    child that has one case's CPU limit for them all: each that returns within it has its own
+    child that has one case's budget for them all: each that returns within it has its own
     outcome, never the slow one's; when it runs out, the case then running is slow too and the
     rest were not run (:data:`NOT_RUN`: no feedback may use them as evidence). So code that
-    loops costs two limits, not one per case. ``release(child, ended)`` takes each child back
+    loops costs a limit and a budget (2 s outside chapter 6), not a limit per case. ``release(child, ended)`` takes each child back
     (reaped or kept) and returns its wait status. The errors are then held to what the grader
     read in the sources itself (:func:`held_to_facts`).
 
@@ -307,14 +307,18 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     interventions, which score nothing): one that runs out of its limit is not run again, and
     those right after a slow case take its outcome without running."""
     cpu_limit = case_budget * CPU_MARGIN if case_budget else None
+    # What the cases after a slow one share: one case's budget, without the margin for load (the
+    # code has shown it is too slow; every known implementation runs all of an exercise's cases
+    # in a tenth of it).
+    shared_limit = case_budget or None
     outputs: list = [None] * n_cases
     first, rerun, shared, failed = 0, None, None, {}
     words = dict(module=module, seconds=seconds, deadline=deadline, case_cpu=cpu_limit, run_deadline=run_deadline)
     while True:
         part, ended, status = [None] * (n_cases - first), "closed", None
         try:
-            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:], cpu_limit,
-                                        shared=shared is not None)
+            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:],
+                                        cpu_limit if shared is None else shared_limit, shared=shared is not None)
         finally:
             status = release(child, ended)
         failed.update(child.not_imported)
@@ -328,9 +332,10 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
         outputs[first:case] = part[:pending]
         if shared is not None:  # the limit the cases after a slow one shared ran out here
             outputs[case] = CaseError("timeout", f"no result: an earlier case of this exercise was too slow, so the "
-                                                 f"cases after it shared {cpu_limit:g} s of CPU time, which ran out "
+                                                 f"cases after it shared {shared_limit:g} s of CPU time, which ran out "
                                                  "during this case (an infinite loop, or far too slow)")
-            outputs[case + 1:] = [CaseError("timeout", NOT_RUN.format(limit=cpu_limit), ran=False)] * (n_cases - case - 1)
+            outputs[case + 1:] = [CaseError("timeout", NOT_RUN.format(limit=shared_limit), ran=False)] * (
+                n_cases - case - 1)
             break
         if ended == "timeout" and rerun is None and case not in optional:  # a busy moment's: once more
             rerun = first = case
