@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"target {args.target / ref:.3f}", "")
     table.add_row(f"rerun / the import torch just before it (median of {args.reruns}; min, max)", "",
                   f"{ratio2:.2f}", f"{ratios[0]:.2f}, {ratios[-1]:.2f}", f"target {args.rerun_target / ref:.2f}")
-    console = Console(width=110)
+    console = Console(width=int(os.environ.get("COLUMNS", 110)))
     console.print(table)
 
     cpu = Table(title="Learner-side CPU per exercise (first run): mean over every submission, and over the correct")

@@ -157,7 +157,7 @@ def margins(ids, seeds: int) -> int:
         by_value = [m for m in misses.values() if m >= 1]
         table.add_row(id, str(n), f"{worst:.3f}", where, f"{min(by_value):.3g}" if by_value else "-",
                       str(len(misses) - len(by_value)))
-    Console(width=140).print(table)
+    Console(width=max(140, int(os.environ.get("COLUMNS", 0)))).print(table)
     return 1 if failed else 0
 
 

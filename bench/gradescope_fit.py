@@ -494,11 +494,11 @@ def main(argv: list[str] | None = None) -> int:
         from rich.console import Console
 
         return 0 if gradescope_singles(args.container_mb, args.cpus, args.user, args.bound_mb, args.only,
-                                       Console(width=160), args.checkout.resolve(), args.kill_after) else 1
+                                       Console(width=max(160, int(os.environ.get("COLUMNS", 0)))), args.checkout.resolve(), args.kill_after) else 1
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=120)
+    console = Console(width=max(120, int(os.environ.get("COLUMNS", 0))))
     peak, wall, most = whole_run_peak()
     rows = learner_side_peaks()
     table = Table(title="Learner side: peak memory above the process's baseline, per implementation (seed 0)")

@@ -80,7 +80,7 @@ def main() -> int:
                       f"{got['left_entries']} ({got['left_bytes']} bytes)", str(len(got["leaky_feedback"])),
                       f"{got['wall']:.0f}")
         failed |= got["honest_full"] != args.honest or got["left_entries"] > 0 or got["returncode"] != 0
-    Console(width=150).print(table)
+    Console(width=max(150, int(os.environ.get("COLUMNS", 0)))).print(table)
     return 1 if failed else 0
 
 
