@@ -186,17 +186,22 @@ class CaseError:
     ``"missing"`` (the module or the function is not in the submission), ``"import"`` (the
     module failed to import: syntax error, exception, exit at import), ``"exception"``,
     ``"timeout"``, ``"memory"``, ``"crash"`` (the process died: os._exit, signal),
-    ``"garbage"`` (output that is not plain data of the expected form).
+    ``"garbage"`` (output that is not plain data of the expected form), ``"not_run"`` (the
+    grader never ran the case: the exercise's run stopped before it; it shows nothing about
+    the code, and no feedback may use it as evidence).
     """
 
     kind: str
     message: str
-    ran: bool = True  # False: the grader never ran the case (``exchange.NOT_RUN``), so it shows nothing
 
     def __post_init__(self):
         # The one door of the learner's words into a result (an exception's message, its type's
         # name, the learner's source line): escape sequences and other controls are made inert.
         self.message = inert(self.message)
+
+    @property
+    def ran(self) -> bool:
+        return self.kind != "not_run"
 
 
 # The interface between the pipeline (runner.py, worker.py) and the judge (judge.py):

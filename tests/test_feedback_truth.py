@@ -21,6 +21,7 @@ from solution_copies import edited_solutions
 
 from autograder import scoring
 from autograder.grading import judge, reference
+from autograder.isolation import exchange
 from autograder.grading.exercises import EXERCISES, draw, layer_module
 from autograder.spec import Case, CaseError
 
@@ -476,7 +477,7 @@ def test_without_a_minimal_pair_no_feature_is_blamed():
 @given(st.lists(st.tuples(st.sampled_from(["Lq = Lk", "Lq < Lk"]), st.sampled_from(["float64", "float32"]),
                           st.sampled_from(["right", "wrong", "slow", "not run"])), min_size=2, max_size=8))
 def test_a_case_the_grader_never_ran_is_no_evidence(rows):
-    """After a slow case the grader may leave the rest unrun (``exchange.NOT_RUN``): such a case
+    """After two slow cases in a row the grader leaves the rest unrun (``exchange.not_run``): such a case
     is never named as the failing half of a pair, never makes a rung of the ladder pass or fail,
     and its words are its own ("not run"), never the slow case's."""
     def case(i, lengths, dtype):
@@ -485,7 +486,7 @@ def test_a_case_the_grader_never_ran_is_no_evidence(rows):
 
     right, wrong = {"out": np.array([True])}, {"out": np.array([False])}
     made = {"right": right, "wrong": wrong, "slow": CaseError("timeout", "this case used more than 1.5 s"),
-            "not run": CaseError("timeout", "not run: an earlier case of this exercise was too slow", ran=False)}
+            "not run": exchange.not_run("two cases in a row ran out of their limits")}
     cases = [case(i, lengths, dtype) for i, (lengths, dtype, _) in enumerate(rows)]
     result = scoring.score("causal_mask", 4, cases, [made[what] for *_, what in rows], [right] * len(rows),
                            lambda i, d=None: {} if d is None else None,
@@ -496,5 +497,7 @@ def test_a_case_the_grader_never_ran_is_no_evidence(rows):
     if unrun:
         assert not result.ladder and "Every case with" not in result.feedback, result.feedback
         shown = [c.feedback for c in result.cases if c.name in unrun]
-        assert all(f.startswith("timed out: not run") for f in shown), shown
+        assert all(f.startswith("not run: ") for f in shown), shown
     assert "this case used more than" not in result.feedback or any(what == "slow" for *_, what in rows)
+    if unrun and "Every failing case" in result.feedback:  # what the failing cases share: those that ran
+        assert "Every failing case that ran has" in result.feedback, result.feedback

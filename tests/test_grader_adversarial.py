@@ -79,14 +79,14 @@ def test_infinite_loop_times_out_alone(zygote, tmp_path):
     results, took = grade(submission(tmp_path, "attention", "infinite_loop"), zygote,
                           ["softmax", "scaled_dot_product_attention", "causal_mask"], time_limit=60)
     # Stopped by its case's CPU limit (0.5 s, times the margin), long before the exercise's 60 s;
-    # then the cases after it share one such limit: every case loops, every case timed out.
+    # the next case loops too, so the rest are not run: the first two timed out, the rest not run.
     limit = EXERCISES["softmax"].case_cpu * exchange.CPU_MARGIN
     assert_only(results, "softmax", "timed out", f"more than {limit:g} s of CPU time")
-    assert all(c.feedback.startswith("timed out") for c in results["softmax"].cases)
-    # What it cost is CPU time (a busy machine stretches the wall time, not this): the first case's
-    # limit, the budget the rest shared, and a little for the imports; not a limit per case.
-    assert results["softmax"].cpu_seconds <= limit + EXERCISES["softmax"].case_cpu + 0.5
-    assert sum(c.feedback.startswith("timed out: not run") for c in results["softmax"].cases) >= 2
+    said = [c.feedback for c in results["softmax"].cases]
+    assert [f.split(":")[0] for f in said] == ["timed out"] * 2 + ["not run"] * (len(said) - 2), said
+    # What it cost is CPU time (a busy machine stretches the wall time, not this): two cases'
+    # limits and a little for the imports; not a limit per case.
+    assert results["softmax"].cpu_seconds <= 2 * limit + 0.5
 
 
 def test_a_case_waiting_on_the_clock_is_not_cut_by_the_cpu_limit(zygote, tmp_path, monkeypatch):
@@ -381,8 +381,10 @@ def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypat
     r = rep.exercises[0]
     assert r.status == "timed out" and r.score == 0
     assert "this case's 1 s" in r.cases[0].feedback
-    # Each case runs to its own limit (its own outcome, not the first one's), within the exercise's.
-    assert all(c.feedback.startswith("timed out") for c in r.cases)
+    # The first case is run twice (a wall limit: a busy moment is not the learner's), the next to its
+    # own limit; two slow in a row, the rest are not run: within the exercise's limit.
+    said = [c.feedback.split(":")[0] for c in r.cases]
+    assert said == ["timed out"] * 2 + ["not run"] * (len(said) - 2), said
     assert time.monotonic() - t0 < softmax.timeout + 5
 
 
@@ -414,11 +416,10 @@ def test_the_grader_and_the_self_check_word_a_child_s_end_alike(zygote, tmp_path
     # (``exchange.run_cases``: the exercise's limit, for a case that waits forever after one that did).
     assert not graded.cases[0].passed and graded.cases[0].feedback == checked.cases[0].feedback
     assert case_timeout or {c.feedback for c in checked.cases} == said
-    # Each later case: the same end, or (after a slow case) the limit the later cases shared, the
-    # exercise's wall limit, or "not run".
-    later = {c.feedback for c in graded.cases if c.feedback.startswith(("timed out: no result", "timed out: not run"))}
-    assert len(said) == 1 or (case_timeout or hostile == "infinite_loop") and said <= {
-        graded.cases[0].feedback, checked.cases[-1].feedback} | later
+    # Each later case: the same end, the exercise's wall limit, or "not run" (after two slow cases
+    # in a row, or once the child running them is gone).
+    later = {c.feedback for c in graded.cases if c.feedback.startswith(("timed out: no result", "not run: "))}
+    assert said <= {graded.cases[0].feedback, checked.cases[-1].feedback} | later, said
     assert (checked.status, checked.score) == (graded.status, graded.score) == (graded.status, 0)
     if case_timeout:
         assert "this case's 1 s" in graded.cases[0].feedback

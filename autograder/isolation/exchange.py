@@ -14,7 +14,6 @@ own parse of the sources (:func:`held_to_facts`, ``facts.py``).
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import select
 import signal
@@ -74,14 +73,12 @@ class Child:
             return False
 
     def collect(self, n_cases: int, deadline: float, answer: Callable[[str, list, dict], bytes],
-                case_timeouts: list | None = None, case_cpu: float | None = None,
-                shared: bool = False) -> tuple[list, str | None]:
+                case_timeouts: list | None = None, case_cpu: float | None = None) -> tuple[list, str | None]:
         """Read until "done", EOF or ``deadline``, answering calls to proxied exercises.
 
         ``case_timeouts[i]`` (seconds or None): case i must report within that time of the
         previous case's report (or of the module's import) as well. ``case_cpu``: CPU seconds
-        the child may spend on any one case, after ``IMPORT_CPU`` for importing the module;
-        ``shared``: on all the cases together instead.
+        the child may spend on any one case, after ``IMPORT_CPU`` for importing the module.
         Returns one entry per case (plain output, CaseError, or None when none came) and why
         the exchange ended early (``"timeout"``, ``"cpu"`` for a case over ``case_cpu``,
         ``"import_cpu"``, ``"closed"``, ``"garbage"``, ``"oversize"`` when its frames together
@@ -145,9 +142,9 @@ class Child:
                 self.not_imported = not_imported(msg.get("not_imported"))
                 return in_the_notes_words(outputs, self.not_imported), None
             elif type(msg.get("case")) is int and 0 <= msg["case"] < n_cases and outputs[msg["case"]] is None:
-                if spent is not None and (importing or not shared):
-                    spent = self.cpu_seconds()
                 importing, progress = False, time.monotonic()  # a case's result ends the import, said or not
+                if spent is not None:
+                    spent = self.cpu_seconds()
                 if "ok" in msg:
                     outputs[msg["case"]] = msg["ok"]
                 else:
@@ -295,30 +292,25 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     CPU time is the child's own, and the margin is what a busy machine's caches and clock take
     from it. A case that runs out of its own *wall* limit is run once more in a fresh child
     (``begin(i)``: a child given the cases from i on) before it is called slow, as a busy moment
-    of the machine is not the learner's. Once a case is slow, the cases after it run in a fresh
-    child that has one case's budget for them all: each that returns within it has its own
-    outcome, never the slow one's; when it runs out, the case then running is slow too and the
-    rest were not run (:data:`NOT_RUN`: no feedback may use them as evidence). So code that
-    loops costs a limit and a budget (2 s outside chapter 6), not a limit per case. ``release(child, ended)`` takes each child back
-    (reaped or kept) and returns its wait status. The errors are then held to what the grader
-    read in the sources itself (:func:`held_to_facts`).
+    of the machine is not the learner's. The cases after a slow one run in a fresh child, each
+    with its own limit and its own outcome, never the slow one's; but when the very next case is
+    slow too, the code is slow everywhere, and the rest are not run (:func:`not_run`: no feedback
+    may use them as evidence). So code that loops costs two limits, not one per case, and code
+    slow on one input alone is graded on every other. ``release(child, ended)`` takes each child
+    back (reaped or kept) and returns its wait status. The errors are then held to what the
+    grader read in the sources itself (:func:`held_to_facts`).
 
     ``optional``: the indexes of cases run only to word another's failure (the grader's
     interventions, which score nothing): one that runs out of its limit is not run again, and
-    those right after a slow case take its outcome without running."""
+    those right after a slow case are not run."""
     cpu_limit = case_budget * CPU_MARGIN if case_budget else None
-    # What the cases after a slow one share: one case's budget, without the margin for load (the
-    # code has shown it is too slow; every known implementation runs all of an exercise's cases
-    # in a tenth of it).
-    shared_limit = case_budget or None
     outputs: list = [None] * n_cases
-    first, rerun, shared, failed = 0, None, None, {}
+    first, rerun, slow, failed = 0, None, None, {}  # slow: the last slow case
     words = dict(module=module, seconds=seconds, deadline=deadline, case_cpu=cpu_limit, run_deadline=run_deadline)
     while True:
         part, ended, status = [None] * (n_cases - first), "closed", None
         try:
-            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:],
-                                        cpu_limit if shared is None else shared_limit, shared=shared is not None)
+            part, ended = child.collect(n_cases - first, deadline, answer, case_timeouts[first:], cpu_limit)
         finally:
             status = release(child, ended)
         failed.update(child.not_imported)
@@ -330,20 +322,17 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
             break
         case = first + pending
         outputs[first:case] = part[:pending]
-        if shared is not None:  # the limit the cases after a slow one shared ran out here
-            outputs[case] = CaseError("timeout", f"no result: an earlier case of this exercise was too slow, so the "
-                                                 f"cases after it shared {shared_limit:g} s of CPU time, which ran out "
-                                                 "during this case (an infinite loop, or far too slow)")
-            outputs[case + 1:] = [CaseError("timeout", NOT_RUN.format(limit=shared_limit), ran=False)] * (
-                n_cases - case - 1)
-            break
         if ended == "timeout" and rerun is None and case not in optional:  # a busy moment's: once more
             rerun = first = case
         else:
             outputs[case] = settle([None], ended, status, case_timeouts=[case_timeouts[case]], **words)[0]
-            shared, first = case, case + 1
-            while first < n_cases and first in optional:  # an intervention on a slow case: its outcome
-                outputs[first] = outputs[case]
+            graded = [i for i in range(first, case) if i not in optional]
+            if slow is not None and not graded:  # no graded case between this slow one and the last
+                outputs[case + 1:] = [not_run("two cases in a row ran out of their limits")] * (n_cases - case - 1)
+                break
+            slow, first = case, case + 1
+            while first < n_cases and first in optional:  # an intervention on a slow case: never run
+                outputs[first] = not_run("the case it changes one feature of ran out of its limit")
                 first += 1
         if first >= n_cases:
             break
@@ -353,9 +342,9 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
     return held_to_facts(outputs, sources, module, exercise, record), record
 
 
-# A case the grader never ran, as it says so; ``not_run`` tells the scoring it is no evidence.
-NOT_RUN = ("not run: an earlier case of this exercise was too slow, and the cases after it ran out of the "
-           "{limit:g} s of CPU time they shared before this one")
+def not_run(why: str) -> CaseError:
+    """A case the grader did not run, and why (its kind, ``not_run``, is evidence of nothing)."""
+    return CaseError("not_run", f"the grader stopped this exercise before this case: {why}")
 
 
 def settle(outputs: list, ended: str | None, status: int | None, *, module: str, seconds: float, deadline: float,
@@ -376,7 +365,7 @@ def settle(outputs: list, ended: str | None, status: int | None, *, module: str,
                           case_cpu=case_cpu, case_timeouts=case_timeouts, run_deadline=run_deadline, memory=memory)
         # The first case without a result is the one the child was running; the rest never ran.
         pending = outputs.index(None)
-        unrun = dataclasses.replace(missing, ran=False)
+        unrun = not_run("its run ended at an earlier case")
         outputs = [o if o is not None else missing if i == pending else unrun for i, o in enumerate(outputs)]
     if sources is not None and exercise is not None:
         outputs = held_to_facts(outputs, sources, module, exercise)

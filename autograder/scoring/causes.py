@@ -19,6 +19,7 @@ ERROR_FEEDBACK = {
     "crash": "the process running your code died: {}",
     "garbage": "returned something that is not plain data: {}",
     "harness": "the grader's harness failed before your code's result existed: {}",
+    "not_run": "not run: {}",
 }
 
 
@@ -71,7 +72,7 @@ def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
             return ("exception", (error.message or "").split(":")[0], where and where.groups()), result.feedback
         if not error.ran:  # said last (``summary.sentences``): it is about the grader, not the code
             return ("not run", error.message), result.feedback
-        if error.kind == "timeout":  # slow, or slow in the time shared after a slow case: each its words
+        if error.kind == "timeout":  # a case's own limit, the exercise's, the run's: each its words
             return (error.kind, error.message), result.feedback
         return (error.kind,), result.feedback
     first = reasons[0] if reasons else result.feedback

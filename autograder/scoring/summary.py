@@ -43,7 +43,7 @@ def probe_outcomes(cases: list[Case], outputs: list, expected: list, passes) -> 
     found = {}
     for case, got, want in zip(cases, outputs, expected):
         marked = (case.features or {}).get(PROBE)
-        if marked:
+        if marked and getattr(got, "ran", True):  # an intervention never run shows nothing
             found[tuple(marked)] = (passes(case, got, want), case)
     return found
 
@@ -141,6 +141,8 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     if not shared:
         return []
     which = "Every failing case" if not named else "Every failing case no known bug above explains"
+    if len(failing) + len(named) < len(every_failing):  # some failing cases were never run
+        which += " that ran"
     return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
             f"failing case in a single feature, so these cases do not tell which one matters."]
 

@@ -36,7 +36,8 @@ KIND_WORDS = {"timeout": "timed out", "memory": "ran out of memory",
               "crash": "the process running your code died",
               "not_implemented": "not attempted: the stub still raises NotImplementedError",
               "missing": "not attempted: a function it needs is missing",
-              "harness": "the grader's harness failed before your code's result existed"}
+              "harness": "the grader's harness failed before your code's result existed",
+              "not_run": "not run: the grader stopped the exercise before this case"}
 
 
 def _cell(text: str) -> str:

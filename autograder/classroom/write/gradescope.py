@@ -43,7 +43,7 @@ EXCERPT_CHARS = 60
 LEARNER_CHARS = 150
 CAUSES_SHOWN = 3
 # Errors whose feedback is the grader's own words, with no value of a case (exchange.py, runner.py).
-GRADER_WORDED = ("not_implemented", "missing", "timeout", "memory", "crash")
+GRADER_WORDED = ("not_implemented", "missing", "timeout", "memory", "crash", "not_run")
 FORMAT = "text"  # Gradescope shows an output as text (not HTML, Markdown or ANSI colours)
 
 
