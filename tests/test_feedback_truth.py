@@ -501,3 +501,22 @@ def test_a_case_the_grader_never_ran_is_no_evidence(rows):
     assert "this case used more than" not in result.feedback or any(what == "slow" for *_, what in rows)
     if unrun and "Every failing case" in result.feedback:  # what the failing cases share: those that ran
         assert "Every failing case that ran has" in result.feedback, result.feedback
+
+
+def test_an_intervention_never_run_earns_nothing_and_vetoes_nothing():
+    """A slow case's intervention (its copy with one feature changed) is not run: it is no graded
+    case, and no pair is vetoed by it (a probe that never ran shows nothing)."""
+    from autograder.scoring import summary
+
+    def case(name, dtype, **more):
+        return Case(name, "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]},
+                    features={"lengths": "Lq = Lk", "dtype": dtype, **more})
+
+    right = {"out": np.array([True])}
+    cases = [case("a", "float32"), case("a, dtype changed", "float64", **{summary.PROBE: ("a", "dtype")}),
+             case("b", "float64")]
+    outputs = [CaseError("timeout", "this case used more than 1.5 s of CPU time"),
+               exchange.not_run("the case it changes one feature of ran out of its limit"), right]
+    result = scoring.score("causal_mask", 4, cases, outputs, [right] * 3, lambda i, d=None: {} if d is None else None)
+    assert [c.name for c in result.cases] == ["a", "b"]
+    assert "fails on float32, other features the same ('a' fails, 'b' passes)" in result.feedback, result.feedback

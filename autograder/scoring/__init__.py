@@ -70,8 +70,8 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     most failing cases names its cause."""
     outputs = list(outputs) + [CaseError("crash", "no result came back")] * (len(cases) - len(outputs))
     probes = summary.probe_outcomes(cases, outputs, expected, _passes)
-    if probes:  # an intervention's copy words a cause and earns nothing: the graded cases alone from here
-        keep = [i for i, c in enumerate(cases) if summary.PROBE not in (c.features or {})]
+    keep = [i for i, c in enumerate(cases) if summary.PROBE not in (c.features or {})]
+    if len(keep) < len(cases):  # an intervention's copy words a cause (if it ran) and earns nothing
         cases, outputs, expected = [cases[i] for i in keep], [outputs[i] for i in keep], [expected[i] for i in keep]
         bugs = _reindexed(bugs, keep)
     total = sum(c.weight for c in cases) or 1.0
