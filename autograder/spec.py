@@ -193,6 +193,9 @@ class CaseError:
 
     kind: str
     message: str
+    # False where the outcome is not this case's own: the exercise's or the run's time, or the
+    # exercise's message cap, ran out while it ran (the cases before it had spent them).
+    own: bool = True
 
     def __post_init__(self):
         # The one door of the learner's words into a result (an exception's message, its type's
@@ -202,6 +205,11 @@ class CaseError:
     @property
     def ran(self) -> bool:
         return self.kind != "not_run"
+
+    @property
+    def evidence(self) -> bool:
+        """Whether the outcome says something about this case's inputs (a pair may use it)."""
+        return self.ran and self.own
 
 
 # The interface between the pipeline (runner.py, worker.py) and the judge (judge.py):

@@ -378,20 +378,19 @@ def _ending(ended, status, outputs, *, module, seconds, deadline, case_cpu, case
         pending = next(i for i, o in enumerate(outputs) if o is None)
         own = case_timeouts[pending] if case_timeouts else None
         if own is not None and time.monotonic() < deadline:  # the case's own limit
-            why = f"no result within this case's {own:g} s (an infinite loop, or far too slow)"
-        elif run_deadline is None or deadline < run_deadline:
-            why = f"no result within {seconds:g} s (an infinite loop, or far too slow)"
-        else:
-            why = "the run's time budget ran out during this exercise"
-        return CaseError("timeout", why)
+            return CaseError("timeout", f"no result within this case's {own:g} s (an infinite loop, or far too slow)")
+        if run_deadline is None or deadline < run_deadline:  # the exercise's, spent by every case so far
+            return CaseError("timeout", f"the exercise's {seconds:g} s ran out during this case (an infinite loop, "
+                                        "or far too slow)", own=False)
+        return CaseError("timeout", "the run's time budget ran out during this exercise", own=False)
     if ended in ("cpu", "import_cpu"):
         return over_cpu(ended, case_cpu, module)
     if ended == "garbage":
         return CaseError("garbage", "the process running your code sent a malformed message")
-    if ended == "oversize":
+    if ended == "oversize":  # the exercise's cap, spent by every case so far
         return CaseError("garbage", f"the process running your code sent more than {MAX_EXERCISE_BYTES // 2**20} "
                                     f"MB, or more than {MAX_EXERCISE_FRAMES} messages, for this exercise; "
-                                    "the grader read no more of it")
+                                    "the grader read no more of it", own=False)
     if ended == "closed":
         return describe_exit(status, memory)
     return CaseError("garbage", "no result for this case")  # "done" with cases left out

@@ -97,9 +97,10 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
             results[i].diagnosis = best
             results[i].feedback = f"{sentence(best)} ({results[i].feedback})"
     failed, rungs = [], {}
-    # A case the grader never ran (``CaseError.ran``) scores nothing and shows nothing: no part
-    # and no pair is judged by it, and no rung of the ladder is said to pass while one did not run.
-    ran = [i for i, o in enumerate(outputs) if getattr(o, "ran", True)]
+    # A case the grader never ran, or cut short by the time the cases before it spent
+    # (``CaseError.evidence``), scores nothing and shows nothing: no part and no pair is judged by
+    # it, and no rung of the ladder is said to pass while such a case is there.
+    ran = [i for i, o in enumerate(outputs) if getattr(o, "evidence", True)]
     for i, (case, result) in enumerate(zip(cases, results)):
         rungs.setdefault(case.rung, []).append(result.passed)
         if not result.passed:
@@ -111,6 +112,6 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, summary.sentences(failed, ladder, rungs if len(ran) == len(cases) else {}, isolated, summary.by_part([cases[i] for i in ran], [passed[i] for i in ran], probes),
+                          results, summary.sentences(failed, ladder, rungs if len(ran) == len(cases) else {}, isolated, summary.by_part(cases, [passed[i] if i in ran else None for i in range(len(cases))], probes),
                                    summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
                           list(notes), ladder=summary.climbed(ladder, rungs) if failed and len(ran) == len(cases) else "")

@@ -43,7 +43,7 @@ def probe_outcomes(cases: list[Case], outputs: list, expected: list, passes) -> 
     found = {}
     for case, got, want in zip(cases, outputs, expected):
         marked = (case.features or {}).get(PROBE)
-        if marked and getattr(got, "ran", True):  # an intervention never run shows nothing
+        if marked and getattr(got, "evidence", True):  # an intervention never run (or cut short) shows nothing
             found[tuple(marked)] = (passes(case, got, want), case)
     return found
 
@@ -66,8 +66,9 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     Each sentence names the assumption when the failing case raised at a line of the learner's.
     Without either, which features those failing cases share."""
     features = [{k: v for k, v in (c.features or {}).items() if k not in RESERVED} for c in cases]
-    # A case the grader never ran (``CaseError.ran``) shows nothing about the code: never a pair's half.
-    failing = [i for i, ok in enumerate(passed) if not ok and i not in named and getattr(outputs[i], "ran", True)]
+    # A case the grader never ran, or whose time the cases before it spent (``CaseError.evidence``),
+    # shows nothing about its inputs: never a pair's half.
+    failing = [i for i, ok in enumerate(passed) if not ok and i not in named and getattr(outputs[i], "evidence", True)]
     every_failing = [i for i, ok in enumerate(passed) if not ok]  # "Correct on G": none of them has G
     passing = [i for i, ok in enumerate(passed) if ok and not _inert(cases[i])]
     probes = probes or {}
@@ -141,8 +142,8 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
     if not shared:
         return []
     which = "Every failing case" if not named else "Every failing case no known bug above explains"
-    if len(failing) + len(named) < len(every_failing):  # some failing cases were never run
-        which += " that ran"
+    if len(failing) + len(named) < len(every_failing):  # some failing cases never ran, or not to their end
+        which += " that ran to its own end"
     return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
             f"failing case in a single feature, so these cases do not tell which one matters."]
 
@@ -158,25 +159,34 @@ def _probed(probes: dict, name: str, feature: str) -> bool:
     return (name, feature) in probes
 
 
-def by_part(cases: list[Case], passed: list[bool], probes: dict | None = None) -> str:
+def by_part(cases: list[Case], passed: list[bool | None], probes: dict | None = None) -> str:
     """``By part: forward passes; masks: 2 of 4 cases fail; ...`` for cases that name the part of
     the learner's code they check (``features["part"]``), in the order first met. A failing case
     whose copy without another part's input passes (an intervention on the feature named for
-    that part: a masks case's head_mask) counts against that part, not its own."""
+    that part: a masks case's head_mask) counts against that part, not its own. ``passed[i]``
+    None: case i shows nothing (not run, or cut short by time others spent); a part with such a
+    case and no failing one is not said to pass."""
     parts: dict = {}
     names = {(c.features or {}).get("part") for c in cases} - {None}
     for case, ok in zip(cases, passed):
         part = (case.features or {}).get("part")
-        if part and not ok:
+        if part and ok is False:
             part = next((f for (name, f), (flipped, _) in (probes or {}).items()
                          if name == case.name and flipped and f in names), part)
         if part:
             parts.setdefault(part, []).append(ok)
-    if not parts or all(all(oks) for oks in parts.values()):
+    if not parts or all(all(ok is True for ok in oks) for oks in parts.values()):
         return ""
-    words = [f"{part} passes" if all(oks) else f"{part}: {oks.count(False)} of {len(oks)} cases fail"
-             for part, oks in parts.items()]
-    return "By part: " + "; ".join(words) + "."
+
+    def said(part, oks):
+        failing, unknown = oks.count(False), oks.count(None)
+        if failing:
+            return f"{part}: {failing} of {len(oks)} cases fail"
+        if unknown:
+            return f"{part}: no case fails of those that ran ({unknown} of {len(oks)} did not)"
+        return f"{part} passes"
+
+    return "By part: " + "; ".join(said(part, oks) for part, oks in parts.items()) + "."
 
 
 # Facts about a construct on the line where the learner's code raised, true whatever the cause
