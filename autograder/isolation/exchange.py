@@ -326,8 +326,7 @@ def run_cases(child: Child, begin: Callable[[int], Child], release: Callable[[Ch
             rerun = first = case
         else:
             outputs[case] = settle([None], ended, status, case_timeouts=[case_timeouts[case]], **words)[0]
-            graded = [i for i in range(first, case) if i not in optional]
-            if slow is not None and not graded:  # no graded case between this slow one and the last
+            if slow is not None and all(i in optional for i in range(slow + 1, case)):  # no graded case between
                 outputs[case + 1:] = [not_run("two cases in a row ran out of their limits")] * (n_cases - case - 1)
                 break
             slow, first = case, case + 1
