@@ -520,3 +520,23 @@ def test_an_intervention_never_run_earns_nothing_and_vetoes_nothing():
     result = scoring.score("causal_mask", 4, cases, outputs, [right] * 3, lambda i, d=None: {} if d is None else None)
     assert [c.name for c in result.cases] == ["a", "b"]
     assert "fails on float32, other features the same ('a' fails, 'b' passes)" in result.feedback, result.feedback
+
+
+def test_a_case_out_of_time_names_its_feature_but_no_fix():
+    """Slow on float32 only: the pair says where it fails, never the float32 hint (keeping the
+    dtype is not what is slow there); a case cut short by the exercise's time names nothing."""
+    def case(name, dtype):
+        return Case(name, "call", {"function": "causal_mask", "args": [2], "kwargs": {}, "returns": ["out"]},
+                    features={"lengths": "Lq = Lk", "dtype": dtype})
+
+    right = {"out": np.array([True])}
+    cases = [case("a", "float32"), case("b", "float64")]
+    hints = {"float32": "keep the input's dtype"}
+    slow = CaseError("timeout", "this case used more than 1.5 s of CPU time")
+    result = scoring.score("causal_mask", 4, cases, [slow, right], [right] * 2,
+                           lambda i, d=None: {} if d is None else None, hints=hints)
+    assert "fails on float32, other features the same" in result.feedback and "keep the" not in result.feedback
+    cut = CaseError("timeout", "the exercise's 10 s ran out during this case", own=False)
+    result = scoring.score("causal_mask", 4, cases, [cut, right], [right] * 2,
+                           lambda i, d=None: {} if d is None else None, hints=hints)
+    assert "fails on" not in result.feedback and "Correct on" not in result.feedback, result.feedback

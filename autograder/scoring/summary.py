@@ -92,7 +92,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found)), "or")
             good = _listed(list(dict.fromkeys(p.features[feature] for _, p in found)), "or")
             first_bad = features[f][feature]
-            hint = hints.get(first_bad) or hints.get(feature) or ""
+            hint = _hint(hints, first_bad, feature, outputs[f])
             raised = _raised_at(_error(outputs[f]))
             if raised:  # the values with which it raises the same, at the same line
                 bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found
@@ -122,7 +122,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             # Every value of the feature that passes where this one fails, the rest alike.
             good = _listed(list(dict.fromkeys(features[q][feature] for q, g in found if features[g][feature] == bad)),
                            "or")
-            hint = hints.get(bad) or hints.get(feature) or ""
+            hint = _hint(hints, bad, feature, outputs[f])
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
                 out.append(f"Your code assumes {good}: with {bad} it raises {raised}, while a case with {good}, other "
@@ -146,6 +146,14 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
         which += " that ran to its own end"
     return [f"{which} has {_listed(shared)}, which no passing case has; no passing case differs from such a "
             f"failing case in a single feature, so these cases do not tell which one matters."]
+
+
+def _hint(hints: dict, value, feature: str, output) -> str:
+    """What the code must do where ``feature`` is ``value``; nothing for a case that ran out of time
+    (what is slow there is not what the hint is about)."""
+    if isinstance(output, CaseError) and output.kind == "timeout":
+        return ""
+    return hints.get(value) or hints.get(feature) or ""
 
 
 def _fails_on(features: list[dict], failing: list[int], feature: str, good: set) -> bool:
