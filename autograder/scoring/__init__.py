@@ -100,7 +100,7 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     # A case the grader never ran, or cut short by the time the cases before it spent
     # (``CaseError.evidence``), scores nothing and shows nothing: no part and no pair is judged by
     # it, and no rung of the ladder is said to pass while such a case is there.
-    ran = [i for i, o in enumerate(outputs) if getattr(o, "evidence", True)]
+    shown = [getattr(o, "evidence", True) for o in outputs]
     for i, (case, result) in enumerate(zip(cases, results)):
         rungs.setdefault(case.rung, []).append(result.passed)
         if not result.passed:
@@ -111,7 +111,9 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     isolated = summary.isolated(cases, passed, outputs, hints or {}, named, probes) if any(c.features for c in cases) else None
     kinds = [o.kind for o in outputs if isinstance(o, CaseError)]
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
+    rungs = rungs if all(shown) else {}
+    parts = summary.by_part(cases, [ok if show else None for ok, show in zip(passed, shown)], probes)
+    words = summary.sentences(failed, ladder, rungs, isolated, parts,
+                              summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else ""
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
-                          results, summary.sentences(failed, ladder, rungs if len(ran) == len(cases) else {}, isolated, summary.by_part(cases, [passed[i] if i in ran else None for i in range(len(cases))], probes),
-                                   summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else "",
-                          list(notes), ladder=summary.climbed(ladder, rungs) if failed and len(ran) == len(cases) else "")
+                          results, words, list(notes), ladder=summary.climbed(ladder, rungs) if failed else "")
