@@ -113,8 +113,11 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             differ = [k for k in features[f] if features[f][k] != features[p][k]]
             if len(differ) == 1 and not _probed(probes, cases[f].name, differ[0]):
                 pairs.setdefault(differ[0], []).append((p, f))
+    found_any = bool(pairs)
     pairs = {k: found for k, found in pairs.items()
              if not _fails_on(features, every_failing, k, {features[p][k] for p, _ in found})}
+    if found_any and not pairs:  # pairs exist, but another failing case has the good value: say nothing
+        return []
     if pairs:
         for feature, found in list(pairs.items())[:3]:
             p, f = found[0]
