@@ -5,7 +5,8 @@ sentence of the feedback checked against the mutant (``tests/test_mutants.py`` o
 An edit changes one node of one exercise's own function or class: an arithmetic operator
 swapped (+ -, * /, ** *), a comparison loosened or tightened (< <=, > >=, == !=), an integer
 off by one, a float doubled, a negation dropped, a call that transposes, scales or
-exponentiates dropped for its first argument, an axis keyword moved, keepdims turned off.
+exponentiates dropped for its first argument, a call swapped for its sibling (max for min, sum
+for mean, sqrt for square, sin for cos), an axis keyword moved, keepdims turned off.
 A mutant that cannot be compiled or imported is skipped; every other one is graded by
 ``judge.judge_in_process`` (trusted code: our own solutions, edited).
 
@@ -42,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DROPPED_CALLS = {"swapaxes", "transpose", "sqrt", "exp", "softmax", "masked_softmax", "contiguous", "float",
                  "clone", "copy", "astype", "to", "flatten", "reshape", "view"}
 AXIS_WORDS = {"axis", "dim"}
+# A call swapped for its sibling (the same arguments): the reduction or the function next to it.
+SWAPPED_CALLS = {"max": "min", "amax": "amin", "argmax": "argmin", "sum": "mean", "mean": "sum",
+                 "sqrt": "square", "sin": "cos", "cos": "sin", "maximum": "minimum"}
 
 
 @dataclass
@@ -94,6 +98,8 @@ class _Edit(ast.NodeTransformer):
         if isinstance(value, int):
             done = self._take(node, ast.Constant(value + 1), f"{value} -> {value + 1}")
             return done or self._take(node, ast.Constant(value - 1), f"{value} -> {value - 1}") or node
+        if value == 0:  # 0.0 doubled is 0.0: no edit
+            return node
         return self._take(node, ast.Constant(value * 2), f"{value} -> {value * 2}") or node
 
     def visit_UnaryOp(self, node):
@@ -105,6 +111,14 @@ class _Edit(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in SWAPPED_CALLS:  # max for min, sum for mean, sqrt for square, ...: one reduction for another
+            other = SWAPPED_CALLS[name]
+            renamed = copy.copy(node)
+            renamed.func = (ast.Attribute(node.func.value, other, ast.Load()) if isinstance(node.func, ast.Attribute)
+                            else ast.Name(other, ast.Load()))
+            done = self._take(node, renamed, f"{name}(...) -> {other}(...)")
+            if done is not None:
+                return done
         if name in DROPPED_CALLS:
             first = node.args[0] if node.args and not isinstance(node.func, ast.Attribute) else (
                 node.func.value if isinstance(node.func, ast.Attribute) and name not in ("sqrt", "exp", "softmax",
@@ -116,6 +130,8 @@ class _Edit(ast.NodeTransformer):
                     return done
         for i, kw in enumerate(node.keywords):
             if kw.arg in AXIS_WORDS and isinstance(kw.value, (ast.Constant, ast.UnaryOp)):
+                if isinstance(kw.value, ast.Constant) and kw.value.value == 0:  # already axis 0: no edit
+                    continue
                 moved = copy.copy(node)
                 moved.keywords = [*node.keywords[:i], ast.keyword(kw.arg, ast.Constant(0)), *node.keywords[i + 1:]]
                 done = self._take(node, moved, f"{kw.arg}=... -> {kw.arg}=0")

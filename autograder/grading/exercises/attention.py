@@ -31,6 +31,7 @@ def softmax_cases(rng):
 
     far = np.stack([1e4 * (1 + rng.random()) - np.array([0.0, 1.0, 3.0]), 2 * rng.standard_normal(3)])
     large = "logits of ±1e4 (±100 in float32)"
+    spread = np.stack([rng.permutation([1e4, -1e4, 0.0, 1.0]) + rng.standard_normal(4) for _ in range(3)])
     return [
         case("2-D (L, N) float64, last axis", randn(rng, (4, 5), scale=2), "float64", 0),
         case("one row (1-D input)", randn(rng, (6,), scale=3), "float64", 0),
@@ -43,6 +44,9 @@ def softmax_cases(rng):
         # exact to ulp(100) = 7.6e-6, within the float32 tolerance.
         case("logits of ±100, float32", logits((3, 6), "float32", spread=100), "float32", 3, scale=large),
         case("one row near 1e4, one near 0", far, "float64", 3, scale="one row near 1e4 and one near 0"),
+        # Rows whose own values span ±1e4 (the others sit near one value): a shift by anything but
+        # the row's max (its min, its mean) overflows exp here, where it would pass on the rows above.
+        case("rows spanning -1e4 to 1e4", spread, "float64", 3, scale="rows spanning -1e4 to 1e4"),
     ]
 
 
@@ -89,6 +93,7 @@ SOFTMAX = Exercise(
            "axis=1 (a middle axis)": "take the max and the sum along `axis`, with keepdims=True",
            "logits of ±1e4 (±100 in float32)": "subtract each row's own max before exp",
            "one row near 1e4 and one near 0": "subtract each row's own max, not the whole array's",
+           "rows spanning -1e4 to 1e4": "subtract each row's own max before exp",
            "1-D input": "a 1-D input is one row"},
     bugs={
         # No magnitude in the sentence: it is attached to the ±100 and the ±1e4 cases alike.

@@ -64,6 +64,9 @@ def induction_cases(rng):
         raises_case("(B, H, L, L), period L", "induction_score", [_causal_weights(rng, (B, H, L, L)), L],
                     sizes={"B": B, "H": H, "L": L, "L (keys)": L}, rung=2, as_tensors=True,
                     features={"leading axes": INDUCTION_AXES[4], "dtype": "float64", "period": "period L"}),
+        raises_case("(B, H, L, L), period 0", "induction_score", [_causal_weights(rng, (B, H, L, L)), 0],
+                    sizes={"B": B, "H": H, "L": L, "L (keys)": L}, rung=2, as_tensors=True,
+                    features={"leading axes": INDUCTION_AXES[4], "dtype": "float64", "period": "period 0"}),
     ]
 
 

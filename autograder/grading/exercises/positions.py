@@ -34,7 +34,9 @@ def _even(what, n):
 
 def sinusoidal_cases(rng):
     def case(name, length, dim, offset=0, base=None, rung=1, of=None):
-        kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
+        # Offset 0 is the default: the graded cases leave it out (the contract's default is checked),
+        # an intervention's copy passes it (it changes the one feature it names).
+        kwargs = {**({"offset": int(offset)} if offset or (of and of[1] == "offset") else {}), **({} if base is None else {"base": float(base)})}
         sizes = {"L": int(length), "dim": int(dim)}
         features = {"offset": "an offset (positions after a cache)" if offset else "offset 0",
                     "base": "base 10000" if base is None else "another base",
@@ -163,7 +165,7 @@ def _rope_offset(offset):
 def rope_cases(rng):
     def case(name, x, offset=0, base=None, rung=1, labels=None, of=None):
         shape, dtype = x.shape, str(x.dtype)
-        kwargs = {"offset": int(offset), **({} if base is None else {"base": float(base)})}
+        kwargs = {**({"offset": int(offset)} if offset or (of and of[1] == "offset") else {}), **({} if base is None else {"base": float(base)})}
         sizes = dict(zip(labels or ("B", "H", "L", "d")[-len(shape):], map(int, shape)))
         # The precision requirement is the float64 case at positions in the thousands alone.
         tol = POSITION_F32 if dtype == "float32" else TOLERANCE["float64"] if offset >= 1000 else ROPE_F64
