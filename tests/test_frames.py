@@ -167,3 +167,85 @@ def test_the_kernel_side_imports_neither_numpy_nor_torch():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------- total decoding (fuzzed)
+# The decoder is a total function of the child's bytes: a value or Garbage, nothing else. Each
+# frame below crashed the grader before (a dtype that is a list: TypeError; a shape whose
+# product overflows: NumPy's ValueError) — exit 1 with no results.json.
+
+import json as _json  # noqa: E402
+import struct as _struct  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _body(header, buffers: bytes = b"") -> bytes:
+    head = _json.dumps(header, allow_nan=True).encode() if not isinstance(header, bytes) else header
+    return _struct.pack("<I", len(head)) + head + buffers
+
+
+def _total(body: bytes, **kw):
+    try:
+        return protocol.decode(body, **kw)
+    except protocol.Garbage:
+        return protocol.Garbage
+
+
+@pytest.mark.parametrize("header", [
+    {"a": [0, ["float32"], [2], "np"]},  # a dtype that is a list (was TypeError)
+    {"a": [0, {"x": 1}, [2], "np"]},
+    {"a": [0, "float32", [0] + [2**26] * 8, "np"]},  # an empty array whose shape overflows (was ValueError)
+    {"a": [0, "float32", [float("nan")], "np"]},  # a NaN size
+    {"a": [0, "float32", [2], ["np"]]},  # a kind that is a list
+    {"a": [[0], "float32", [2], "np"]},
+    {"d": {"k": {"a": [0, "float64", [2**40, 0], "scalar"]}}},
+    _json.loads("[" * 20 + "1" + "]" * 20),  # deeper than MAX_DEPTH
+])
+def test_frames_that_crashed_the_grader_are_garbage(header):
+    assert _total(_body(header), torch_tensors=True) is protocol.Garbage
+    assert _total(_body(header)) is protocol.Garbage
+
+
+def test_numbers_past_what_json_holds_are_garbage_or_data():
+    for head in (b'{"d": {"n": ' + b"9" * 5000 + b"}}", b"[1e999999, -1e999, NaN]", b"[" * 5000 + b"]" * 5000):
+        got = _total(_body(head))
+        assert got is protocol.Garbage or isinstance(got, list)
+
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
+                  st.floats(allow_nan=True), st.text(max_size=8))
+_dtype = st.one_of(st.sampled_from(sorted(protocol.ALLOWED_DTYPES) + ["complex64", "object", "<U3", ""]),
+                   st.lists(st.text(max_size=4), max_size=2), st.integers(), st.none(), st.floats())
+_shape = st.one_of(st.lists(st.one_of(st.integers(min_value=-3, max_value=2**64), st.floats(), st.text(max_size=2)),
+                            max_size=34), st.integers(), st.none())
+_array = st.builds(lambda i, d, s, k: {"a": [i, d, s, k]}, st.one_of(st.integers(-1, 3), st.text(max_size=2)),
+                   _dtype, _shape, st.one_of(st.sampled_from(["np", "scalar", "torch"]), st.integers(), st.lists(st.none())))
+_node = st.recursive(
+    st.one_of(_leaf, _array),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.builds(lambda v: {"t": v}, st.lists(inner, max_size=4)),
+                            st.builds(lambda v: {"d": v}, st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+                            st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(header=_node, buffers=st.binary(max_size=64), torch_tensors=st.booleans())
+def test_any_tree_of_tags_decodes_to_data_or_garbage(header, buffers, torch_tensors):
+    _total(_body(header, buffers), torch_tensors=torch_tensors)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(raw=st.binary(max_size=200))
+def test_any_bytes_decode_to_data_or_garbage(raw):
+    _total(raw)
+    _total(_struct.pack("<I", len(raw)) + raw)
+
+
+def test_a_message_that_passed_decodes_again_with_tensors():
+    # The exchange decodes a proxied call's frame a second time, with tensors: it must be total too.
+    body = _body({"d": {"call": "softmax", "args": [{"a": [0, "uint64", [2], "torch"]}], "kwargs": {"d": {}}}},
+                 bytes(16))
+    got = _total(body, torch_tensors=True)
+    assert got is protocol.Garbage or isinstance(got, dict)

@@ -164,7 +164,20 @@ def decode(frame: bytes, *, torch_tensors: bool = False, max_string: int = MAX_S
 
     ``torch_tensors``: arrays that were tensors come back as tensors (used in the learner's
     process, where a proxied reference function must return what the learner expects).
+
+    A total function of the bytes: whatever they are, a value or Garbage, never another
+    exception (a dtype that is a list, a shape whose product overflows NumPy's, a size that is
+    NaN: tests/test_frames.py fuzzes it). What the checks below do not foresee is Garbage too.
     """
+    try:
+        return _decode(frame, torch_tensors, max_string, max_header)
+    except Garbage:
+        raise
+    except (Exception, RecursionError) as err:  # noqa: BLE001  the sender's bytes never crash the reader
+        raise Garbage(f"an unreadable message ({type(err).__name__})") from None
+
+
+def _decode(frame, torch_tensors, max_string, max_header):
     if _len(frame) < 4:
         raise Garbage("a truncated message")
     (head_len,) = _HEAD_LENGTH.unpack_from(frame)
@@ -236,11 +249,13 @@ def _decode_array(body, arrays, torch_tensors):
     index, dtype, shape, kind = body
     if (
         type(index) is not int
-        or dtype not in ALLOWED_DTYPES
+        or type(dtype) is not str or dtype not in ALLOWED_DTYPES
         or type(shape) is not list
         or len(shape) > 32
         or not all(type(n) is int and 0 <= n <= MAX_MESSAGE for n in shape)
-        or kind not in ("np", "scalar", "torch")
+        # An empty array's other axes count too: NumPy refuses a shape whose product overflows.
+        or math.prod(n for n in shape if n) > MAX_MESSAGE
+        or type(kind) is not str or kind not in ("np", "scalar", "torch")
     ):
         raise Garbage("a malformed array")
     a = arrays.take(index, dtype, shape)
