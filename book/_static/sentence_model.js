@@ -9,7 +9,14 @@
    Sampling with a temperature draws from the page's own seeded generator (mulberry32): the same
    seed gives the same text here, but not the text torch.multinomial draws in Python.
 
-   window.mhaSentenceModel.load(json), .generate(model, ids, count, {temperature, seed}),
+   The form reads its own fields (no browser validation): an empty field takes the default its
+   label states, a field that does not apply (temperature and seed when greedy) is ignored, and
+   every problem is named in the page. Under the text: the selected step's most likely next
+   characters at T = 1 and at the temperature used, and the attention view, whose layer, head and
+   direction survive a new Generate; a pinned query and key there show their score taken apart.
+
+   window.mhaSentenceModel.load(json), .generate(model, ids, count, {temperature, seed}) (ids,
+   weights, logits per step, explain(layer, head, query, key)), .probabilities(logits, T),
    .encode(model, text), .decode(model, ids); .mountAll() draws every <div class="mha-lm">. */
 (function () {
   "use strict";
@@ -97,18 +104,19 @@
     return caches;
   }
 
-  // One token at position caches[0].keys.length: its next-token logits and, per layer and head,
-  // its attention weights over every position so far.
+  // One token at position caches[0].keys.length: its next-token logits, per layer its query (for
+  // explain) and, per layer and head, its attention weights over every position so far.
   function step(model, token, caches) {
     var c = model.config, t = model.t, d = c.d_model, H = c.num_heads, hd = d / H;
     var pos = caches[0].keys.length;
     var pe = position(pos, d), h = new Float64Array(d);
     for (var i = 0; i < d; i++) h[i] = t["embed.weight"][token * d + i] + pe[i];
-    var rows = [];
+    var rows = [], queries = [];
     for (var l = 0; l < c.num_layers; l++) {
       var p = "blocks." + l + ".";
       var a = layerNorm(h, t[p + "norm1.weight"], t[p + "norm1.bias"]);
       var q = linear(a, t[p + "attn.W_q.weight"], t[p + "attn.W_q.bias"], d, d);
+      queries.push(q);
       var cache = caches[l];
       cache.keys.push(linear(a, t[p + "attn.W_k.weight"], t[p + "attn.W_k.bias"], d, d));
       cache.values.push(linear(a, t[p + "attn.W_v.weight"], t[p + "attn.W_v.bias"], d, d));
@@ -143,7 +151,16 @@
     }
     var logits = linear(layerNorm(h, t["norm.weight"], t["norm.bias"]), t["unembed.weight"], t["unembed.bias"],
                         d, c.vocab_size);
-    return { logits: logits, rows: rows };
+    return { logits: logits, rows: rows, queries: queries };
+  }
+
+  // softmax(logits / T), in float64, as Python's torch.softmax(logits / T, -1).
+  function probabilities(logits, temperature) {
+    var max = -Infinity, total = 0, out = new Float64Array(logits.length);
+    for (var i = 0; i < logits.length; i++) max = Math.max(max, logits[i] / temperature);
+    for (var j = 0; j < logits.length; j++) { out[j] = Math.exp(logits[j] / temperature - max); total += out[j]; }
+    for (var k = 0; k < logits.length; k++) out[k] /= total;
+    return out;
   }
 
   function mulberry32(seed) {
@@ -172,13 +189,18 @@
   function generate(model, ids, count, options) {
     var temperature = (options && options.temperature) || 0;
     var random = mulberry32((options && options.seed) || 0);
-    var caches = newCaches(model), tokens = ids.slice(), rows = [], result = null;
-    tokens.forEach(function (id) { result = step(model, id, caches); rows.push(result.rows); });
+    var caches = newCaches(model), tokens = ids.slice(), rows = [], result = null, logits = [], queries = [];
+    function read(id) {
+      result = step(model, id, caches);
+      rows.push(result.rows);
+      logits.push(result.logits);
+      queries.push(result.queries);
+    }
+    tokens.forEach(read);
     for (var n = 0; n < count; n++) {
       var next = choose(result.logits, temperature, random);
       tokens.push(next);
-      result = step(model, next, caches); // the last one too: its attention row completes the view
-      rows.push(result.rows);
+      read(next); // the last one too: its attention row completes the view
     }
     var L = tokens.length, c = model.config, weights = [];
     for (var l = 0; l < c.num_layers; l++) {
@@ -194,7 +216,22 @@
       }
       weights.push(layer);
     }
-    return { ids: tokens, weights: weights };
+    // One score of layer l, head h taken apart: query i's q . k_j for every key j <= i, / sqrt(d_k),
+    // the row's softmax; the numbers of this pass (the cached keys), not recomputed otherwise.
+    function explain(l, h, i, j) {
+      if (j > i) return null;
+      var dk = c.d_model / c.num_heads, off = h * dk, q = queries[i][l], qks = [], scores = [], max = -Infinity;
+      for (var key = 0; key <= i; key++) {
+        var s = 0, k = caches[l].keys[key];
+        for (var e = 0; e < dk; e++) s += q[off + e] * k[off + e];
+        qks.push(s);
+        scores.push(s / Math.sqrt(dk));
+        max = Math.max(max, s / Math.sqrt(dk));
+      }
+      var ex = scores.map(function (s) { return Math.exp(s - max); }), total = ex.reduce(function (a, b) { return a + b; }, 0);
+      return { dk: dk, qk: qks[j], scaled: scores[j], scores: scores, weights: ex.map(function (v) { return v / total; }) };
+    }
+    return { ids: tokens, weights: weights, logits: logits, explain: explain };
   }
 
   function encode(model, text) {
@@ -205,8 +242,9 @@
       return i;
     });
     if (unknown.length) {
-      throw new Error("characters outside the model's alphabet: " + unknown.map(function (ch) { return JSON.stringify(ch); }).join(", ")
-                      + " (it knows lower-case letters of its grammar, the space and the full stop)");
+      throw new Error("the prompt has characters outside the model's alphabet: " + unknown.map(function (ch) { return JSON.stringify(ch); }).join(", ")
+                      + ". It knows only these " + model.alphabet.length + ": " + JSON.stringify(model.alphabet)
+                      + " (the lower-case letters of its grammar, the space and the full stop)");
     }
     return ids;
   }
@@ -230,6 +268,20 @@
     return control;
   }
 
+  var DEFAULT_TEMPERATURE = 0.8, DEFAULT_SEED = 0, MAX_TEMPERATURE = 5, MAX_SEED = 4294967295, TOP_K = 5;
+
+  // A field's number, read by the page (no browser validation: its messages are the page's own).
+  // Empty: the stated default. Returns {value, given} or throws a message that names the field.
+  function number(input, name, fallback, whole, low, high, range) {
+    var text = input.value.trim().replace(/\u2212/g, "-").replace(",", ".");
+    if (text === "") return { value: fallback, given: false };
+    var value = Number(text);
+    if (!Number.isFinite(value)) throw new Error(name + " " + JSON.stringify(input.value) + " is not a number: " + range);
+    if (whole && !Number.isInteger(value)) throw new Error(name + " " + text + " is not a whole number: " + range);
+    if (!(value >= low && value <= high)) throw new Error(name + " " + text + " is out of range: " + range);
+    return { value: value, given: true };
+  }
+
   function render(root, model, defaults) {
     root.textContent = "";
     root.setAttribute("data-mounted", "1");
@@ -237,58 +289,140 @@
     root.appendChild(box);
     box.appendChild(el("p", { "class": "mha-attn-title" },
       "The sentence model of this chapter, running in your browser (" + model.parameters.toLocaleString("en") + " parameters)"));
-    var form = el("form", { "class": "mha-lm-controls" });
+    var form = el("form", { "class": "mha-lm-controls", novalidate: "" });
     box.appendChild(form);
     var prompt = field(form, "Prompt", el("input", { type: "text", value: defaults.prompt, size: "24", spellcheck: "false",
-                                                     "data-control": "prompt" }));
+                                                     autocomplete: "off", "data-control": "prompt" }));
     var mode = field(form, "Decoding", el("select", { "data-control": "mode" }));
     mode.appendChild(el("option", { value: "greedy" }, "greedy (the most likely character)"));
     mode.appendChild(el("option", { value: "sample" }, "sample with a temperature"));
-    var temperature = field(form, "Temperature (sampling)", el("input", { type: "number", min: "0.05", max: "5", step: "0.05",
-                                                               value: "0.8", "data-control": "temperature" }));
-    var seed = field(form, "Seed (sampling)", el("input", { type: "number", min: "0", max: "4294967295", step: "1", value: "0",
-                                                 "data-control": "seed" }));
-    var count = field(form, "New characters", el("input", { type: "number", min: "1", max: String(model.context - 1),
-                                                            step: "1", value: String(defaults.count), "data-control": "count" }));
+    var temperature = field(form, "Temperature (sampling only; empty: " + DEFAULT_TEMPERATURE + ")",
+                            el("input", { type: "text", inputmode: "decimal", size: "5", value: String(DEFAULT_TEMPERATURE),
+                                          "data-control": "temperature" }));
+    var seed = field(form, "Seed (sampling only; empty: " + DEFAULT_SEED + ")",
+                     el("input", { type: "text", inputmode: "numeric", size: "10", value: String(DEFAULT_SEED), "data-control": "seed" }));
+    var count = field(form, "New characters (empty: " + defaults.count + ")",
+                      el("input", { type: "text", inputmode: "numeric", size: "4", value: String(defaults.count), "data-control": "count" }));
     form.appendChild(el("button", { type: "submit", "data-control": "generate" }, "Generate"));
     var output = el("p", { "class": "mha-lm-output", "aria-live": "polite" });
     box.appendChild(output);
+    var next = el("div", { "class": "mha-lm-next" });
+    box.appendChild(next);
     var view = el("div", { "class": "mha-attn" });
     box.appendChild(view);
+    var handle = null; // the attention view's state survives a new Generate: layer, head, direction
+
+    function read() {
+      var problems = [], sampling = mode.value === "sample", settings = {};
+      function attempt(fn) { try { return fn(); } catch (error) { problems.push(error.message); return null; } }
+      settings.ids = attempt(function () {
+        var ids = encode(model, prompt.value);
+        if (!ids.length) throw new Error("the prompt is empty: type at least one character");
+        return ids;
+      });
+      settings.count = attempt(function () {
+        return number(count, "New characters", defaults.count, true, 1, model.context - 1,
+                      "a whole number from 1 to " + (model.context - 1));
+      });
+      if (sampling) { // in greedy mode the sampling fields do not apply, whatever they hold
+        settings.temperature = attempt(function () {
+          return number(temperature, "Temperature", DEFAULT_TEMPERATURE, false, Number.MIN_VALUE, MAX_TEMPERATURE,
+                        "a number above 0 and at most " + MAX_TEMPERATURE + " (e.g. 0.33)");
+        });
+        settings.seed = attempt(function () {
+          return number(seed, "Seed", DEFAULT_SEED, true, 0, MAX_SEED, "a whole number from 0 to " + MAX_SEED);
+        });
+      }
+      if (settings.ids && settings.count && settings.ids.length + settings.count.value > model.context) {
+        problems.push("the prompt and the new characters make " + (settings.ids.length + settings.count.value)
+                      + " positions; the model was trained on " + model.context + ": shorten the prompt or ask for fewer characters");
+      }
+      settings.problems = problems;
+      settings.sampling = sampling;
+      return settings;
+    }
 
     function run() {
       output.textContent = "";
       output.removeAttribute("data-text");
-      var ids, n = Number(count.value), temp = mode.value === "greedy" ? 0 : Number(temperature.value);
-      try {
-        ids = encode(model, prompt.value);
-        if (!ids.length) throw new Error("the prompt is empty: type at least one character");
-        if (!(Number.isInteger(n) && n >= 1)) throw new Error("new characters: a whole number of at least 1");
-        if (ids.length + n > model.context) {
-          throw new Error("prompt and new characters make " + (ids.length + n) + " positions; the model was trained on "
-                          + model.context + ": shorten the prompt or ask for fewer characters");
-        }
-        if (temp && !(temp > 0 && temp <= 5)) throw new Error("temperature: a number above 0 and at most 5");
-      } catch (error) {
-        output.appendChild(el("span", { "class": "mha-lm-error", role: "alert" }, error.message));
+      output.removeAttribute("data-ids");
+      var s = read();
+      if (s.problems.length) {
+        // The last text and its views are gone: nothing on the page belongs to settings that failed.
+        if (handle) handle = { state: handle.state };
+        view.textContent = "";
+        view.removeAttribute("data-mounted");
+        next.textContent = "";
+        var alert = el("div", { "class": "mha-lm-error", role: "alert" });
+        s.problems.forEach(function (p) { alert.appendChild(el("p", {}, p)); });
+        output.appendChild(alert);
         return;
       }
-      var result = generate(model, ids, n, { temperature: temp, seed: Number(seed.value) });
+      var temp = s.sampling ? s.temperature.value : 0, seedValue = s.sampling ? s.seed.value : 0;
+      var result = generate(model, s.ids, s.count.value, { temperature: temp, seed: seedValue });
       var text = decode(model, result.ids);
       output.setAttribute("data-text", text);
       output.setAttribute("data-ids", JSON.stringify(result.ids));
-      output.appendChild(document.createTextNode(mode.value === "greedy" ? "Greedy: " : "Sampled (T = " + temp + ", seed " + seed.value + "): "));
+      output.setAttribute("data-temperature", String(temp));
+      var label = s.sampling
+        ? "Sampled (T = " + temp + (s.temperature.given ? "" : ", the default") + ", seed " + seedValue
+          + (s.seed.given ? "" : ", the default") + "): "
+        : "Greedy: ";
+      output.appendChild(document.createTextNode(label));
       output.appendChild(el("span", { "class": "mha-lm-prompt" }, prompt.value));
       output.appendChild(document.createTextNode(text.slice(prompt.value.length)));
-      var layers = result.weights;
-      window.mhaAttention.render(view, {
+      var layers = result.weights, promptLength = s.ids.length;
+      handle = window.mhaAttention.render(view, {
         title: "Attention of each step (the prompt is underlined above; a token's weights 'from' it are those of the step that read it)",
+        initial: handle && handle.state,
+        explain: result.explain,
+        onSelect: function (i) { showNext(result, i, promptLength, temp); },
         inputs: [{ label: "generated text", tokens: Array.from(text), layers: layers,
                    layer_names: layers.map(function (_, l) { return "layer " + l; }),
                    head_names: layers.map(function (heads, l) { return heads.map(function (_, h) { return "layer " + l + " head " + h; }); }),
                    removed: [] }]
       });
     }
+
+    // The step that read token i: its top-k next characters at T = 1 and at the temperature used.
+    function showNext(result, i, promptLength, temp) {
+      next.textContent = "";
+      var p1 = probabilities(result.logits[i], 1), pt = temp ? probabilities(result.logits[i], temp) : null;
+      var order = Array.from(p1.keys()).sort(function (a, b) { return p1[b] - p1[a] || a - b; }).slice(0, TOP_K);
+      var following = i + 1 < result.ids.length ? result.ids[i + 1] : null;
+      var what = following === null ? "the text ends here (no character was drawn)"
+        : (i + 1 < promptLength ? "the next character is the prompt's: " : (temp ? "sampled: " : "chosen (the most likely): "))
+          + JSON.stringify(model.alphabet[following]);
+      var t = el("table", { "data-step": String(i), "data-chosen": following === null ? "" : String(following) });
+      t.appendChild(el("caption", {}, "Next character after step " + i + " (" + JSON.stringify(decode(model, result.ids.slice(0, i + 1)).slice(-12))
+        + "): the " + TOP_K + " most likely; " + what));
+      var head = el("tr", {});
+      ["character", "probability at T = 1"].concat(temp ? ["at T = " + temp] : []).forEach(function (n) {
+        head.appendChild(el("th", { scope: "col" }, n));
+      });
+      t.appendChild(head);
+      order.forEach(function (id) {
+        var tr = el("tr", { "data-id": String(id), "data-p1": String(p1[id]) });
+        if (pt) tr.setAttribute("data-pt", String(pt[id]));
+        tr.appendChild(el("th", { scope: "row" }, window.mhaAttention.shown(model.alphabet[id]) + (id === following ? " \u2190" : "")));
+        [p1].concat(pt ? [pt] : []).forEach(function (p) {
+          var td = el("td", {}), barBox = el("span", { "class": "mha-lm-pbox", "aria-hidden": "true" });
+          var bar = el("span", { "class": "mha-lm-pbar" });
+          bar.style.width = (100 * p[id]).toFixed(1) + "%";
+          barBox.appendChild(bar);
+          td.appendChild(barBox);
+          td.appendChild(document.createTextNode(p[id].toFixed(4)));
+          tr.appendChild(td);
+        });
+        t.appendChild(tr);
+      });
+      next.appendChild(t);
+      if (following !== null && order.indexOf(following) < 0) {
+        next.appendChild(el("p", {}, JSON.stringify(model.alphabet[following]) + " (the next character) is outside the top "
+          + TOP_K + ": probability " + p1[following].toFixed(4) + " at T = 1" + (pt ? ", " + pt[following].toFixed(4) + " at T = " + temp : "")));
+      }
+    }
+
     form.addEventListener("submit", function (event) { event.preventDefault(); run(); });
     run();
   }
@@ -310,7 +444,8 @@
     });
   }
 
-  window.mhaSentenceModel = { load: load, generate: generate, encode: encode, decode: decode, erf: erf, mountAll: mountAll };
+  window.mhaSentenceModel = { load: load, generate: generate, encode: encode, decode: decode, erf: erf,
+                             probabilities: probabilities, mountAll: mountAll };
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", mountAll);
   } else {
