@@ -362,10 +362,19 @@ def test_the_run_budget_bounds_the_whole_run(zygote, tmp_path, monkeypatch):
 
 
 def test_a_proxied_call_cannot_exhaust_the_grader(zygote, tmp_path):
-    # The reference runs in the grader on the learner's arguments: under a memory cap there.
+    # The reference runs on the learner's arguments only after a cost check against the case's sizes.
     results, _ = grade(submission(tmp_path, "layer", "exhaust_the_grader"), zygote,
                        ["multi_head_attention", "softmax"], time_limit=20)
-    assert_only(results, "multi_head_attention", "failed", "MemoryError")
+    assert_only(results, "multi_head_attention", "failed", "was not run")
+
+
+def test_a_proxied_call_of_any_size_ends_within_the_exercise_s_limit(zygote, tmp_path):
+    # 21 MB of float16 for the reference attention: 72 s of the grader's CPU before (409 s for another size).
+    limit = 4.0
+    results, took = grade(submission(tmp_path, "layer", "float16_proxy"), zygote, ["multi_head_attention"],
+                          time_limit=limit)
+    assert results["multi_head_attention"].score == 0
+    assert took < limit + 2, took
 
 
 def test_a_case_with_its_own_time_limit_stops_sooner(zygote, tmp_path, monkeypatch):

@@ -19,15 +19,11 @@ so that one mistake counts once.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import os
 import platform
-import resource
-import signal
 import tempfile
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -43,14 +39,13 @@ from ..isolation.cleanup import remove_tree
 from ..report import Report
 from ..spec import MODULE_OF, Case, CaseError, Exercise, ExerciseResult
 from ..submission import Submission, load
-from . import cache, judge
-from .arguments import describe_rejected
+from . import cache, judge, proxied
 from .exercises import EXERCISES, draw
 
 DEFAULT_BUDGET = 300.0  # seconds for a whole run, whatever the per-exercise limits add up to
 PARALLEL = 2  # learner-side children alive at once: the machine's two cores both busy
-REFERENCE_CALL_SECONDS = 5.0  # for one proxied call, computed here on the learner's arguments
-REFERENCE_CALL_MB = 1024
+# A proxied call (the learner's code calling a used exercise) is costed and run in a killable
+# worker: ``proxied.py`` (CALL_SECONDS, CALL_MB).
 
 
 def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | None = None,
@@ -247,7 +242,7 @@ def _outputs(zygote, run: _Running, run_deadline, idle: list, start) -> list:
         return status
 
     outputs, run.not_imported = exchange.run_cases(
-        run.child, begin, release, len(run.cases), deadline, _answerer(run.proxies), [c.timeout for c in run.cases],
+        run.child, begin, release, len(run.cases), deadline, proxied.answerer(run.proxies, run.cases, deadline), [c.timeout for c in run.cases],
         run.exercise.case_cpu, run.sources, module=run.exercise.module, exercise=run.exercise.id,
         seconds=run.timeout, run_deadline=run_deadline,
         optional=frozenset(i for i, c in enumerate(run.cases) if scoring.PROBE in (c.features or {})))
@@ -263,60 +258,6 @@ def _proxies(exercise: Exercise) -> dict[str, str]:
         if inspect.isfunction(reference):
             out[name] = MODULE_OF[name]
     return out
-
-
-def _answerer(proxies: dict[str, str]):
-    """Answers the child's calls to proxied exercises with the reference's result.
-
-    The arguments are the learner's: a reference call runs here under a memory cap and a
-    time limit, so that arguments chosen to make it huge cost the learner's exercise (an
-    error reply) and never the grader.
-    """
-
-    def answer(name, args, kwargs) -> bytes:
-        if name not in proxies or type(args) is not list or type(kwargs) is not dict:
-            return protocol.encode({"error": f"no reference for {name!r} in this exercise"})
-        reference = getattr(importlib.import_module(f"solutions.{proxies[name]}"), name)
-        try:
-            with _bounded(seconds=REFERENCE_CALL_SECONDS, extra_mb=REFERENCE_CALL_MB):
-                result = reference(*args, **kwargs)
-            return protocol.encode({"result": result})
-        except Exception as err:  # the learner's arguments made the reference fail
-            return protocol.encode({"error": describe_rejected(name, args, kwargs, err)[:500]})
-
-    return answer
-
-
-class _Overtime(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _bounded(seconds: float, extra_mb: int):
-    """Lower this process's address-space limit and set an alarm, for one reference call."""
-    with open("/proc/self/statm") as f:
-        in_use = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = in_use + extra_mb * 2**20
-    capped = soft == resource.RLIM_INFINITY or cap < soft
-    if capped:
-        resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-
-    def overtime(signum, frame):
-        raise _Overtime(f"the reference took longer than {seconds:g} s on these arguments")
-
-    alarm = threading.current_thread() is threading.main_thread()  # signals go to the main thread
-    if alarm:
-        previous = signal.signal(signal.SIGALRM, overtime)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-        if capped:
-            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _judge(run: _Running, outputs: list) -> ExerciseResult:

@@ -127,7 +127,10 @@ class Child:
             if type(msg) is not dict:
                 return outputs, "garbage"
             if "call" in msg:
-                msg = protocol.decode(frame, torch_tensors=True)  # the reference takes tensors
+                try:
+                    msg = protocol.decode(frame, torch_tensors=True)  # the reference takes tensors
+                except protocol.Garbage:
+                    return outputs, "garbage"
                 reply = answer(msg.get("call"), msg.get("args"), msg.get("kwargs"))
                 try:
                     protocol.send_frame(self.sock, reply)
