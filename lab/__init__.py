@@ -11,5 +11,6 @@ removal.py      chapter 6's experiment: heads removed in orders, pruning curves,
 weights/        chapter 6's trained weights (``scripts/train_digits.py``)
 measure.py      chapter 7's speed and memory measurements
 views.py        views in the page: attention to hover, the in-browser sentence model, tables
+page.py         numbers glued into the text and the text's claims, with or without myst-nb
 ==============  ==========================================================
 """

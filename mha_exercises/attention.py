@@ -4,6 +4,8 @@ Conventions (see CONTRACT.md): a mask is boolean, True means "may attend", and b
 against the scores ``(..., Lq, Lk)``; a query whose keys are all masked gets all-zero
 weights and a zero output; inputs are never modified; float32 stays float32.
 """
+import math  # noqa: F401  (math.sqrt keeps float32 float32, see the hint)
+
 import numpy as np
 
 from .masking import masked_softmax  # noqa: F401  (chapter 2; use it for the `mask` argument)

@@ -39,6 +39,8 @@ def load(module: str):
     """Import one exercise module (``"attention"``, ``"masking"``, ...) from the active backend,
     reloading first whatever of the package was edited since the kernel ran it."""
     package = BACKENDS[backend()]
+    if package == BACKENDS["learner"] and module in _PUBLISHED:  # see prerequisite()
+        package = BACKENDS["solutions"]
     try:
         refresh(package)
         return importlib.import_module(f"{package}.{module}")
@@ -49,6 +51,67 @@ def load(module: str):
                 f"(a learner release has none): unset MHA_BACKEND to run your own code"
             ) from err
         raise
+
+
+# ------------------------------------------------ an earlier chapter's exercises, not done yet
+
+_PUBLISHED: set[str] = set()  # modules this kernel runs from the published references instead
+
+
+def prerequisite(module: str, *names: str):
+    """An earlier chapter's module, for the exercises of it that this chapter uses (``names``).
+
+    With your code (``MHA_BACKEND`` unset), where one of ``names`` is still a stub in
+    ``mha_exercises/<module>.py``: if the reference of that module is installed (your instructor
+    published it, after its deadline), the chapter runs with it, from now on also wherever the
+    chapter's support code loads the module, and says so; if not, it says what to do first, and
+    the chapter stops at the first cell that uses it, with that exercise's own error."""
+    found = load(module)
+    if backend() != "learner":
+        return found
+    todo = stubs(found.__file__, names) if module not in _PUBLISHED else {}
+    if module in _PUBLISHED or not todo:
+        return found
+    try:
+        importlib.import_module(f"{BACKENDS['solutions']}.{module}")
+    except ImportError:
+        for message in dict.fromkeys(todo.values()):
+            print(f"Not done yet, and used by this chapter: {message}. Do it first: the chapter stops at "
+                  f"the first cell that uses it.")
+        return found
+    _PUBLISHED.add(module)
+    print(f"Not done yet: {', '.join(todo)} in mha_exercises/{module}.py. This chapter runs the published "
+          f"reference solutions of {module}.py instead (yours again in a new kernel once it is done).")
+    return load(module)
+
+
+def stubs(path: str, names=()) -> dict[str, str]:
+    """Of the functions and classes ``names`` of a module's file, those still a stub (a function,
+    or a method of the class, that raises ``NotImplementedError`` at the top of its body), each
+    with the message it raises (which says where to implement it). Read, never run."""
+    try:
+        tree = ast.parse(_read(path) or "")
+    except SyntaxError:
+        return {}
+    found = {}
+    for node in tree.body:
+        if names and getattr(node, "name", None) not in names:
+            continue
+        functions = [node] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else (
+            [f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if isinstance(node, ast.ClassDef) else [])
+        for statement in (s for function in functions for s in function.body):
+            if isinstance(statement, ast.Raise) and _raises_not_implemented(statement.exc):
+                args = statement.exc.args if isinstance(statement.exc, ast.Call) else []
+                text = args[0].value if args and isinstance(args[0], ast.Constant) else f"`{node.name}`"
+                found[node.name] = text
+                break
+    return found
+
+
+def _raises_not_implemented(exc) -> bool:
+    target = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(target, ast.Name) and target.id == "NotImplementedError"
 
 
 # ------------------------------------------------------------------- reloading what changed

@@ -1,7 +1,8 @@
 """The book without its solutions: what the learner release (``release.py``) ships of each chapter.
 
 Every ``{solution}`` (and any hint that holds a code block) is replaced by a note, in MyST
-markdown, in notebooks (outputs cleared too) and in the built site's copies of the chapters;
+markdown, in notebooks (outputs cleared too, glued numbers as ``{eval}`` for JupyterLab) and in
+the built site's copies of the chapters;
 a built page that still renders a solution is found by :func:`shows_solution`.
 """
 from __future__ import annotations
@@ -78,6 +79,17 @@ def solution_blocks(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
+# ``{glue:text}`name:.2f``` (myst-nb, the book's build) as ``{eval}`glued("name:.2f")```: jupyterlab-myst
+# renders ``{eval}`` by asking the kernel, where the chapter's glue() kept the value (lab/page.py).
+# A key from another notebook (``other.ipynb::name``) is not in this kernel: left as it is.
+_GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`:]+(?::[^`:]*)?)`")
+
+
+def glue_as_eval(text: str) -> str:
+    """A markdown cell's glue roles as jupyterlab-myst's ``{eval}`` of ``glued(...)``."""
+    return _GLUE_ROLE.sub(lambda m: '{eval}`glued("%s")`' % m.group(1), text)
+
+
 def strip_notebook(notebook: dict) -> int:
     """Strip the solutions of every markdown cell and every output, in place; the count removed."""
     cells, removed, gated = [], 0, False
@@ -89,6 +101,7 @@ def strip_notebook(notebook: dict) -> int:
         else:
             source = "".join(cell["source"])
             text, count, gated = strip_markdown(source, gated)
+            text = glue_as_eval(text)
             removed += count
             if text != source:
                 cell["source"] = text
