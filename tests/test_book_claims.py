@@ -105,6 +105,21 @@ REFUTED = {
     "is the test of what a head is for": "it fails when heads are redundant",
     "on sentences it never saw,": "156 of the 400 were training sentences; the held-out set is now deduplicated",
     "from {glue:text}`uniform_loss:.2f` nats (a uniform guess": "the curve starts above the uniform loss",
+    # Issue 44: the second outside review and the kept-back one (17 sentences; tests/test_claims_evidence.py).
+    "a task that needs three heads": "two heads answer all three questions above 0.95 on 2 of 5 seeds",
+    "overlapping groups of other widths when it does not": "with L dividing H each token is alone; L = 2, H = 3 is one group",
+    "below chance on every seed ({glue": "on the chapter's batch only: on other batches one or two seeds are above chance",
+    "learn positions this way": "Haviv et al. conjecture the mechanism",
+    "the smallest model where attention": "chapter 5 names the heads of a one-layer model with fewer parameters",
+    "$l > 1$ is no longer contiguous": "with d = 1 merge_heads returns a view",
+    "removing one of them costs little": "removing the top induction head alone raises the repeat's loss 1.3 to 2.5 times",
+    "the most common way to get them wrong": "not measured",
+    "is computed by the cell above it": "bench/generation.py's sizes and target are not computed by a cell",
+    "chunk sizes that do not divide": "the cell's chunks 1 and 64: 1 divides 50, 64 exceeds it",
+    "only approximate": "nn.Linear's default init gives q, k variance about 1/3, scaled scores about 1/9",
+    "best random orders come close": "on 4 of 6 models some random order does at least as well on average",
+    "keeps only $m$ and $\\ell$": "FlashAttention's backward also keeps the output (and dropout's random state)",
+    "comes from the cell above it": "256 MiB and 32 MiB were typed; sizes show their arithmetic now",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.
@@ -368,6 +383,9 @@ def test_learners_meet_the_pitfall_with_their_own_code_first(name):
 # Code comments the review found false: they are read as prose too.
 REFUTED_IN_CODE = {
     "like PyTorch's default init": "nn.Linear draws U(+-1/sqrt(fan_in)); nn.MultiheadAttention uses Xavier",
+    "works on any weights": "cross-attention and more than views.MAX_TOKENS tokens are refused",
+    "fewer heads in each circuit": "the same size on some seeds",
+    "comes close to 4": "the cached step's growth from t = 256 to 1024 measured 1 to 1.6",
 }
 
 
