@@ -292,10 +292,112 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
     return wrong
 
 
+_AXES = {"last axis": -1, "second-to-last axis": -2, "third-to-last axis": -3, "fourth-to-last axis": -4}
+_AXIS = r"(?:its )?(last axis|second-to-last axis|third-to-last axis|fourth-to-last axis)(?: \(\w+\))?"
+_RELATION = re.compile(r"Your (?P<label>[\w ]+?) is the reference's (?P<what>.+?), on every case that returned it "
+                       r"\((?P<rows>\d+), the (?P<differ>\d+) where it differs from the reference's among them\)\.")
+
+
+def _relation_arrays(result, cases, outputs, label):
+    """(got, want, case) as float arrays of every graded case that returned the array ``label`` names."""
+    rows = []
+    for case, got in zip(cases, outputs):
+        if scoring.PROBE in case.features or not isinstance(got, dict):
+            continue
+        want = judge.reference_output(case)
+        keys = [k for k in want if isinstance(want[k], np.ndarray) and not k.startswith("_")
+                and k not in ("result_type", "len", "types", "args_after", "kwargs_after")]
+        key = "out" if label == "result" else label
+        if key not in keys or not isinstance(got.get(key), np.ndarray) or got[key].dtype.kind not in "biuf":
+            continue
+        rows.append((got[key].astype(float), want[key].astype(float), case))
+    return rows
+
+
+def _relation_holds(what, g, e, case) -> bool:
+    """The claim ``what`` ("the reference's <what>") of one case, checked with the plainest code."""
+    tol = dict(rtol=max(case.rtol, case.features.get(scoring.MATCH, {}).get("rtol", 0)),
+               atol=max(case.atol, case.features.get(scoring.MATCH, {}).get("atol", 0)), equal_nan=True)
+    sizes = case.inputs.get("sizes") or {}
+
+    def same(a, b):
+        return a.shape == b.shape and np.allclose(a, b, **tol)
+
+    found = re.match(r"multiplied by (.+)$", what)
+    if found:
+        name = found[1]
+        q = {"−1 (the sign flipped)": -1.0, "2": 2.0, "1/2": 0.5}.get(name)
+        if q is None:
+            inverse, root = name.startswith("1/"), "√" in name
+            n = sizes[name.replace("1/", "").replace("√", "")]
+            q = (n ** 0.5 if root else n) ** (-1 if inverse else 1)
+        return same(g, q * e)
+    found = re.match(rf"with {_AXIS} and {_AXIS} swapped$", what)
+    if found:
+        return same(g, np.swapaxes(e, _AXES[found[1]], _AXES[found[2]]))
+    found = re.match(r"with its axes in another order \((.+)\)$", what)
+    if found:
+        moved = re.findall(rf"{_AXIS} of yours is the {_AXIS} of the reference's", found[1])
+        perm = list(range(e.ndim))
+        for mine, theirs in moved:
+            perm[_AXES[mine] + e.ndim] = _AXES[theirs] + e.ndim
+        return sorted(perm) == list(range(e.ndim)) and same(g, e.transpose(perm))
+    found = re.match(rf"with the entries along {_AXIS} (.+)$", what)
+    if found:
+        axis, how = _AXES[found[1]], found[2]
+        n = e.shape[axis]
+        j = np.arange(n)
+        if how.startswith("in another order: the reference's even-numbered entries first"):
+            order = np.concatenate([j[0::2], j[1::2]])
+        elif how.startswith("in another order: the reference's two halves interleaved"):
+            order = np.argsort(np.concatenate([j[0::2], j[1::2]]))
+        elif how.startswith("in another order: each pair of neighbours swapped"):
+            order = j ^ 1
+        elif how == "in reverse order":
+            order = j[::-1]
+        else:
+            k = int(re.match(r"rotated by (\d+): entry j of yours is entry j ([+−])", how)[1])
+            order = (j + (k if "+ " in how.split("entry j")[2] else -k)) % n
+        return same(g, np.take(e, order, axis=axis))
+    found = re.match(rf"moved by one along {_AXIS}: entry t of yours is entry t ([−+]) 1", what)
+    if found:
+        axis = _AXES[found[1]]
+        n = e.shape[axis]
+        a, b = (np.arange(1, n), np.arange(n - 1)) if found[2] == "−" else (np.arange(n - 1), np.arange(1, n))
+        return g.shape == e.shape and same(np.take(g, a, axis=axis), np.take(e, b, axis=axis))
+    found = re.match(rf"with (entries missing|extra entries) at the (end|start) along {_AXIS}, the rest the same", what)
+    if found:
+        axis = _AXES[found[3]]
+        short, long_ = (g, e) if found[1] == "entries missing" else (e, g)
+        m, n = short.shape[axis], long_.shape[axis]
+        if short.ndim != long_.ndim or m >= n:
+            return False
+        return same(short, np.take(long_, np.arange(m) if found[2] == "end" else np.arange(n - m, n), axis=axis))
+    return False
+
+
+def false_relations(graded) -> list[str]:
+    """Each "on every case that returned it" relation checked on every such case, and its counts."""
+    result, cases, outputs = graded
+    wrong = []
+    for found in _RELATION.finditer(result.feedback or ""):
+        rows = _relation_arrays(result, cases, outputs, found["label"])
+        differ = [r for r in rows if not (r[0].shape == r[1].shape and np.allclose(
+            r[0], r[1], rtol=r[2].rtol, atol=r[2].atol, equal_nan=True))]
+        if int(found["rows"]) != len(rows) or int(found["differ"]) > len(differ):
+            wrong.append(f"relation counts {found['rows']}/{found['differ']}, cases show {len(rows)}/{len(differ)}")
+        bad = [c.name for g, e, c in rows if not _relation_holds(found["what"], g, e, c)]
+        if bad:
+            wrong.append(f"relation {found['what'][:60]!r} does not hold on {bad[:2]}")
+    return wrong
+
+
 def named(result) -> bool:
-    """Whether the feedback names a cause: a known bug, or a feature blamed by an intervention or a pair."""
+    """Whether the feedback names a cause: a known bug, a relation between the output and the
+    reference's that holds on every case, or a feature blamed by an intervention or a pair."""
     return any(r.diagnosis for r in result.cases) or bool(
-        re.search(r"Correct on |Your code assumes |alone changes the outcome", result.feedback or ""))
+        re.search(r"Correct on |Your code assumes |alone changes the outcome|, on every case that returned it",
+                  result.feedback or ""))
 
 
 def run(chosen: list[Mutant], seconds: int = 20) -> dict:
@@ -310,7 +412,7 @@ def run(chosen: list[Mutant], seconds: int = 20) -> dict:
         if graded is None:
             row["slow"] += 1
             continue
-        result, wrong = graded[0], false_sentences(mutant, graded)
+        result, wrong = graded[0], false_sentences(mutant, graded) + false_relations(graded)
         if result.score < result.max_score - 1e-9:
             row["killed"] += 1
             row["named"] += named(result)

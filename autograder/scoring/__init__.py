@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..compare import compare_outputs  # noqa: F401  (its users find it here, beside check_case)
 from ..spec import Case, CaseError, CaseResult, ExerciseResult
-from . import summary
+from . import relations, summary
 from .summary import INERT, PROBE  # noqa: F401  (the checks mark their cases with them)
 from .causes import ERROR_FEEDBACK, MISMATCH_WORDS, cause, cause_parts, error_feedback, sentence  # noqa: F401
 from .diagnoses import MATCH, matches, stated_diagnoses  # noqa: F401
@@ -113,7 +113,9 @@ def score(exercise_id: str, max_points: float, cases: list[Case], outputs: list,
     points_ = round(sum(r.score for r in results), 9)  # case shares are fractions of the points
     rungs = rungs if all(shown) else {}
     parts = summary.by_part(cases, [ok if show else None for ok, show in zip(passed, shown)], probes)
+    # What the learner's arrays are, against the reference's, where no known bug names every failing case.
+    found = relations.found(cases, outputs, expected) if len(named) < len(reasons_of) else []
     words = summary.sentences(failed, ladder, rungs, isolated, parts,
-                              summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else ""
+                              found + summary.line_facts([o for o in outputs if isinstance(o, CaseError)])) if failed else ""
     return ExerciseResult(exercise_id, status(kinds, len(cases), points_, max_points), points_, float(max_points),
                           results, words, list(notes), ladder=summary.climbed(ladder, rungs) if failed else "")

@@ -85,9 +85,9 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             # "Correct on G" only where no failing case has G itself (an in-place write at angle 0
             # changes nothing, yet the code is not right at offset 0): else what the one case shows.
             if _fails_on(features, every_failing, feature, {p.features[feature] for _, p in found}):
-                out.append(f"Changing the {feature} alone changes the outcome, though not every failing case "
-                           f"differs there: {cases[f].name!r} fails with {features[f][feature]} and passes with its "
-                           f"{feature} alone changed to {probe.features[feature]}.")
+                # A failing case has the value that passes here: the flip shows something of that one
+                # input (every angle is 0 at position 0, whatever the frequency), not what the code
+                # gets wrong. Nothing is said of it.
                 continue
             bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found)), "or")
             good = _listed(list(dict.fromkeys(p.features[feature] for _, p in found)), "or")

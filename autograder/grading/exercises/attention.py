@@ -31,7 +31,6 @@ def softmax_cases(rng):
 
     far = np.stack([1e4 * (1 + rng.random()) - np.array([0.0, 1.0, 3.0]), 2 * rng.standard_normal(3)])
     large = "logits of ±1e4 (±100 in float32)"
-    spread = np.stack([rng.permutation([1e4, -1e4, 0.0, 1.0]) + rng.standard_normal(4) for _ in range(3)])
     return [
         case("2-D (L, N) float64, last axis", randn(rng, (4, 5), scale=2), "float64", 0),
         case("one row (1-D input)", randn(rng, (6,), scale=3), "float64", 0),
@@ -46,7 +45,8 @@ def softmax_cases(rng):
         case("one row near 1e4, one near 0", far, "float64", 3, scale="one row near 1e4 and one near 0"),
         # Rows whose own values span ±1e4 (the others sit near one value): a shift by anything but
         # the row's max (its min, its mean) overflows exp here, where it would pass on the rows above.
-        case("rows spanning -1e4 to 1e4", spread, "float64", 3, scale="rows spanning -1e4 to 1e4"),
+        case("rows spanning -1e4 to 1e4", np.stack([rng.permutation([1e4, -1e4, 0.0, 1.0]) + rng.standard_normal(4)
+                                                    for _ in range(3)]), "float64", 3, scale="rows spanning -1e4 to 1e4"),
     ]
 
 

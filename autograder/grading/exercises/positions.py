@@ -8,6 +8,12 @@ import torch
 from ...scoring import MATCH, PROBE
 from ...spec import Exercise
 from .cases import TOLERANCE, call_case, raises_case, randn
+from .transformed import base_powers
+
+from fractions import Fraction
+
+from solutions.language_model import apply_rope as _reference_rope
+from solutions.language_model import sinusoidal_positions as _reference_table
 
 
 # Positions turn into angles of up to ``position`` radians; a correct version that computes them
@@ -149,6 +155,8 @@ SINUSOIDAL_POSITIONS = Exercise(
             _sinusoidal_bug("base_1000", default=1000.0, use_base=False)),
         "your rows alternate sines and cosines (sines at even positions, cosines at odd ones): the columns "
         "do, sine in feature 2i and cosine in feature 2i+1 of every position": _sinusoidal_bug("by_row", by_row=True),
+        # Generated: the base raised to a power (the exponents 4i/d and i/d are listed above).
+        **base_powers(_reference_table, 3, skip=(Fraction(2), Fraction(1, 2))),
     },
 )
 
@@ -299,6 +307,8 @@ APPLY_ROPE = Exercise(
         "your result carries float32 rounding, as from angles computed in float32 (at position p they are "
         "off by up to about p * 6e-8 radians): compute the angles in float64, then cast their cos and sin to "
         "x's dtype": _rope_bug("float32_angles", angle_dtype=torch.float32),
+        # Generated: the base raised to a power (the exponent i/d is listed above).
+        **base_powers(_reference_rope, 2, skip=(Fraction(1, 2),)),
     },
 )
 
