@@ -1,25 +1,36 @@
-"""The claims lint: every sentence of a chapter's prose that makes a checkable claim is backed.
+"""The claims lint: every sentence a reader reads that makes a checkable claim is listed and backed.
 
-A sentence *claims* when, outside its inline code and maths, it has a number, a comparison word
-(more, less, faster, above, below, ...) or a universal word (every, never, always, only, all,
-none, at most, cannot). Each such sentence of a markdown cell of ``book/0N_*.ipynb`` must be
+What a reader reads: the markdown of ``book/0N_*.ipynb`` (prose, headings, captions of figures
+and tables, exercises and hints), the comments of the code cells, the text the code cells print
+or show (``print`` strings, ``caption=`` and ``title=`` arguments, the sentences of ``claim()``),
+and the guides (``book/guides/*.md``). A sentence *claims* when, outside its inline code and
+maths, it has a number, a comparison word (more, less, faster, above, below, ...) or a universal
+word (every, never, always, only, all, none, at most, cannot). A glued number or a citation does
+not exempt the words around it: every claiming sentence is listed in ``book/claims.yml`` with
 
-* **glued**: it pastes a number a cell computed (``{glue:text}`...```), or
-* **cited**: it names its source (``{cite:t}`...```, ``{cite:p}`...```), or
-* **listed** in ``book/claims.yml``: the chapter, the sentence quoted, and what supports it
-  (``support``: the cell id that computes or asserts it, or the test or benchmark that checks it;
-  ``unreviewed`` for a sentence nobody has yet checked against evidence: listed, not backed).
+* ``chapter`` (the notebook, or ``guides/<name>.md``) and ``quote`` (whitespace collapsed);
+* ``support``: what asserts it. It counts as *backed* when it names a test that exists
+  (``tests/<file>.py::<test>``), a cell of the chapter whose code (or its ``-text`` tie cell)
+  asserts (``assert``/``claim``), or a benchmark script with a record in ``bench/results/``;
+  anything else, free text included, counts as ``unreviewed``: listed, not backed;
+* for a sentence that cites (``{cite:t}``/``{cite:p}``), ``passage``: the paper's key, the section
+  or page, and the words the sentence rests on, so that a reviewer can compare the two; a cited
+  sentence without one counts as unreviewed whatever its support.
 
-``tests/test_claims_lint.py`` fails on a claiming sentence that is none of these, and on a
-register entry whose quote no longer appears in its chapter (a sentence edited since it was
-checked). ``python scripts/claims_lint.py`` prints the counts per chapter;
-``--add-unlisted`` appends every unlisted claim to the register as ``unreviewed``.
+``tests/test_claims_lint.py`` fails on a claiming sentence that is not listed, on an entry whose
+quote is no longer read anywhere (a sentence edited since it was checked), and on a chapter whose
+unreviewed count rises; it reports the unreviewed count per chapter. ``python
+scripts/claims_lint.py`` prints the counts; ``--add-unlisted`` appends every unlisted claim to the
+register as ``unreviewed``.
 """
 from __future__ import annotations
 
+import ast
+import io
 import json
 import re
 import sys
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -33,7 +44,9 @@ UNREVIEWED = "unreviewed"
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 COMPARISON = re.compile(r"\b(more|less|fewer|larger|smaller|greater|higher|lower|faster|slower|better|worse|"
                         r"than|above|below|exceeds?|most|least)\b", re.IGNORECASE)
-UNIVERSAL = re.compile(r"\b(every|never|always|only|all|none|at most|cannot)\b", re.IGNORECASE)
+UNIVERSAL = re.compile(r"\b(every|never|always|only|all|none|any|at most|cannot|needs?)\b", re.IGNORECASE)
+NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twice|half|"
+                         r"double|dozens?|hundreds?|thousands?|millions?)\b", re.IGNORECASE)
 GLUE = re.compile(r"\{glue(?::\w+)?\}`[^`]+`")
 CITE = re.compile(r"\{cite(?::\w+)?\}`[^`]+`")
 
@@ -115,17 +128,19 @@ def _bare(sentence):
 
 
 def triggers(sentence):
-    """What makes ``sentence`` a claim: a list of "number", "comparison", "universal" (maths
-    counts as a number when it holds digits)."""
+    """What makes ``sentence`` a claim: a list of "number" (digits, in maths too, or a number
+    word), "comparison", "universal", "citation"."""
     bare = _bare(sentence)
     found = []
     maths = " ".join(re.findall(r"\$([^$]*)\$", sentence))
-    if NUMBER.search(bare) or NUMBER.search(maths):
+    if NUMBER.search(bare) or NUMBER.search(maths) or NUMBER_WORD.search(bare):
         found.append("number")
     if COMPARISON.search(bare):
         found.append("comparison")
     if UNIVERSAL.search(bare):
         found.append("universal")
+    if CITE.search(sentence):
+        found.append("citation")  # what a paper says is a claim too: its entry quotes the passage
     return found
 
 
@@ -133,18 +148,124 @@ def chapters():
     return sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
 
 
-def claims(path):
-    """``[(sentence, triggers, how)]`` of a chapter, ``how`` "glue", "cite" or None."""
-    out = []
-    for cell in json.loads(path.read_text())["cells"]:
-        if cell["cell_type"] != "markdown":
+def guides():
+    return sorted((BOOK / "guides").glob("*.md"))
+
+
+def documents():
+    """Everything the lint reads: the chapters, then the guides."""
+    return chapters() + guides()
+
+
+def name_of(path):
+    """The register's name of a document: ``03_heads.ipynb``, ``guides/learner.md``."""
+    path = Path(path)
+    return f"guides/{path.name}" if path.suffix == ".md" else path.name
+
+
+VALUE = "\u27e8value\u27e9"  # where an f-string puts a computed value: not a typed number
+SHOWN_KEYWORDS = {"caption", "title", "label", "xlabel", "ylabel"}
+SHOWING_CALLS = {"print", "claim", "set_title", "suptitle", "set_xlabel", "set_ylabel", "Markdown", "HTML"}
+
+
+def _string(node):
+    """The text of a string constant or f-string (computed parts as a marker), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else VALUE for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left), _string(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def code_texts(source):
+    """What a reader reads of a code cell: its comments (a run of full-line comments is one
+    text) and the strings it prints or shows (``print``, ``claim``'s sentence, captions, titles)."""
+    texts, run = [], []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = []
+    last_line = None
+    for token in tokens:
+        if token.type != tokenize.COMMENT:
             continue
-        for sentence in sentences("".join(cell["source"])):
-            found = triggers(sentence)
-            if not found:
-                continue
-            how = "glue" if GLUE.search(sentence) else "cite" if CITE.search(sentence) else None
-            out.append((sentence, found, how))
+        text = token.string.lstrip("#").strip()
+        full_line = token.line.strip().startswith("#")
+        if full_line and run and last_line == token.start[0] - 1:
+            run.append(text)
+        else:
+            if run:
+                texts.append(" ".join(run))
+            run = [text]
+        if not full_line:
+            texts.append(" ".join(run))
+            run = []
+        last_line = token.start[0]
+    if run:
+        texts.append(" ".join(run))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return texts
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+        shown = list(node.args) if name in SHOWING_CALLS else []
+        shown += [k.value for k in node.keywords if k.arg in SHOWN_KEYWORDS]
+        for arg in shown:
+            text = _string(arg)
+            if text and re.search(r"[A-Za-z]{3}", text):
+                texts.append(text)
+    return texts
+
+
+WORD = re.compile(r"(?<![\w.(\[])[A-Za-z][a-z]{2,}(?![\w(\[])")  # a word, not an identifier or a call
+
+
+def _text_sentences(text):
+    """The sentences of a comment or a printed string that read as words: at least four words
+    outside inline code (a shape like ``(Lk, d_k) = (3, 2)`` or a label is not a sentence)."""
+    out = []
+    for block in text.split("\n"):
+        for s in SENTENCE_END.split(block):
+            s = " ".join(s.split())
+            words = [w for w in WORD.findall(re.sub(r"`[^`]*`", " ", s)) if "_" not in w]
+            if len(words) >= 4:
+                out.append(s)
+    return out
+
+
+def _bare_of_values(sentence):
+    return sentence.replace(VALUE, " ")
+
+
+def claims(path):
+    """``[(sentence, triggers, how)]`` of a document, ``how`` "glue", "cite" or None (what the
+    sentence also does; neither exempts it)."""
+    path = Path(path)
+    found = []
+    if path.suffix == ".md":
+        found += sentences(path.read_text())
+    else:
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                found += sentences(source)
+            elif cell["cell_type"] == "code":
+                for text in code_texts(source):
+                    found += _text_sentences(text)
+    out, seen = [], set()
+    for sentence in found:
+        triggered = triggers(_bare_of_values(sentence))
+        if not triggered or sentence in seen:
+            continue
+        seen.add(sentence)
+        how = "glue" if GLUE.search(sentence) else "cite" if CITE.search(sentence) else None
+        out.append((sentence, triggered, how))
     return out
 
 
@@ -160,18 +281,63 @@ def load_register(path=REGISTER):
     return entries
 
 
+TEST_NODE = re.compile(r"((?:tests|bench)/[\w/]+\.py)(?:::(\w+))?")
+CELL_ID = re.compile(r"\bcells? ([0-9a-f]{8}|[a-z0-9]+-[a-z0-9-]+)\b")
+ASSERTS = re.compile(r"^\s*(?:assert\b|claim\()", re.M)
+
+
+def _asserting_cells():
+    """Ids of the chapters' code cells that assert (``assert`` or ``claim(``), their own or in
+    their ``-text`` tie cell."""
+    out = set()
+    for path in chapters():
+        cells = json.loads(path.read_text())["cells"]
+        by_id = {c.get("id"): "".join(c["source"]) for c in cells if c["cell_type"] == "code"}
+        for cid, source in by_id.items():
+            if ASSERTS.search(source) or ASSERTS.search(by_id.get(f"{cid}-text", "")):
+                out.add(cid)
+    return out
+
+
+def kind_of_support(support, asserting=None):
+    """``"test"``, ``"cell"``, ``"bench"`` or ``"unreviewed"``: what a support names that can fail.
+
+    A test counts when its file and function exist; a cell when it asserts; a benchmark when its
+    script has a record (``bench/results/<name>.json``). Free text, a cell that asserts nothing,
+    a missing test: unreviewed."""
+    support = str(support)
+    if support.strip() == UNREVIEWED:
+        return UNREVIEWED
+    for file, function in TEST_NODE.findall(support):
+        target = ROOT / file
+        if not target.exists():
+            continue
+        if file.startswith("tests/") and function and re.search(rf"^def {function}\b", target.read_text(), re.M):
+            return "test"
+        if file.startswith("bench/") and (ROOT / "bench" / "results" / f"{target.stem}.json").exists():
+            return "bench"
+    asserting = _asserting_cells() if asserting is None else asserting
+    if any(cell in asserting for cell in CELL_ID.findall(support)):
+        return "cell"
+    return UNREVIEWED
+
+
 def check(register=None, paths=None):
-    """``(unlisted, stale, counts)``: claiming sentences neither glued, cited nor listed; entries
-    whose quote is not a sentence of their chapter any more; and per chapter the counts.
-    ``paths``: the chapters (every one by default), each read as its own name's chapter."""
+    """``(unlisted, stale, counts)``: claiming sentences not listed; entries whose quote is not a
+    claiming sentence of their document any more; and per document the counts: ``claims``,
+    ``glue``, ``cite`` (what the sentences also do), and how the listed ones are backed: ``test``,
+    ``cell``, ``bench`` or ``unreviewed`` (a cited sentence without its ``passage`` included).
+    ``paths``: the documents (every chapter and guide by default)."""
     register = load_register() if register is None else register
-    paths = chapters() if paths is None else list(paths)
+    paths = documents() if paths is None else list(paths)
+    asserting = _asserting_cells()
     listed = {}
     for entry in register:
-        listed.setdefault(entry["chapter"], {})[" ".join(entry["quote"].split())] = str(entry["support"])
+        listed.setdefault(entry["chapter"], {})[" ".join(entry["quote"].split())] = entry
     unlisted, stale, counts = [], [], {}
     for path in paths:
-        chapter_listed = listed.get(path.name, {})
+        name = name_of(path)
+        document_listed = listed.get(name, {})
         found = claims(path)
         present = {sentence for sentence, _, _ in found}
         count = Counter()
@@ -179,14 +345,17 @@ def check(register=None, paths=None):
             count["claims"] += 1
             if how:
                 count[how] += 1
-            elif sentence in chapter_listed:
-                support = chapter_listed[sentence]
-                count["unreviewed" if support == UNREVIEWED else "test" if "tests/" in support or "bench/" in support else "cell"] += 1
-            else:
-                unlisted.append((path.name, sentence))
-        stale += [(path.name, quote) for quote in chapter_listed if quote not in present]
-        counts[path.name] = count
-    names = {path.name for path in paths}
+            entry = document_listed.get(sentence)
+            if entry is None:
+                unlisted.append((name, sentence))
+                continue
+            kind = kind_of_support(entry["support"], asserting)
+            if how == "cite" and not str(entry.get("passage", "")).strip():
+                kind = UNREVIEWED
+            count[kind] += 1
+        stale += [(name, quote) for quote in document_listed if quote not in present]
+        counts[name] = count
+    names = {name_of(path) for path in paths}
     stale += [(chapter, quote) for chapter, quotes in listed.items() if chapter not in names for quote in quotes]
     return unlisted, stale, counts
 
@@ -203,9 +372,13 @@ def main(argv):
                 out.write(f"- chapter: {chapter}\n  quote: {_yaml_quote(sentence)}\n  support: {UNREVIEWED}\n")
         print(f"added {len(unlisted)} unlisted claims as {UNREVIEWED}")
         unlisted, stale, counts = check()
-    print(f"{'chapter':<28}{'claims':>7}{'glue':>6}{'cite':>6}{'test':>6}{'cell':>6}{'unrev.':>8}")
+    print(f"{'document':<28}{'claims':>7}{'glue':>6}{'cite':>6}{'test':>6}{'cell':>6}{'bench':>6}{'unrev.':>8}")
     for name, c in counts.items():
-        print(f"{name:<28}{c['claims']:>7}{c['glue']:>6}{c['cite']:>6}{c['test']:>6}{c['cell']:>6}{c['unreviewed']:>8}")
+        print(f"{name:<28}{c['claims']:>7}{c['glue']:>6}{c['cite']:>6}{c['test']:>6}{c['cell']:>6}{c['bench']:>6}"
+              f"{c['unreviewed']:>8}")
+    total = sum(counts.values(), Counter())
+    print(f"{'all':<28}{total['claims']:>7}{total['glue']:>6}{total['cite']:>6}{total['test']:>6}{total['cell']:>6}"
+          f"{total['bench']:>6}{total['unreviewed']:>8}")
     for chapter, sentence in unlisted:
         print(f"UNLISTED {chapter}: {sentence}")
     for chapter, quote in stale:
