@@ -141,7 +141,7 @@ def test_a_thousand_nested_folders_are_that_learners_row(tmp_path, monkeypatch, 
     assert status == 0, err
     grades = {r["learner"]: r for r in _grades(out)}
     assert float(grades["ada"]["final"]) == FULL and float(grades["mal"]["total"]) == FULL
-    assert grades["mal"]["time_source"] == "file time"
+    assert grades["mal"]["time_source"] == "folder change time"
 
 
 def _unnest(top: Path, levels: int) -> None:
@@ -173,10 +173,10 @@ def test_a_learners_own_submission_metadata_is_never_read(tmp_path, monkeypatch,
                             "--late-cutoff", "1")
     assert status == 0, err
     grades = {r["learner"]: r for r in _grades(out)}
-    # the same files, the same time: both late by their files' times, both past the cutoff
+    # the same folders, the same time: both late by their folders' change times, both past the cutoff
     assert grades["mal"]["final"] == grades["ada"]["final"] == "0"
     assert grades["mal"]["submitted_at"] == grades["ada"]["submitted_at"]
-    assert grades["mal"]["time_source"] == grades["ada"]["time_source"] == "file time"
+    assert grades["mal"]["time_source"] == grades["ada"]["time_source"] == "folder change time"
 
 
 def test_a_zip_of_long_names_makes_little_text(tmp_path, monkeypatch, capsys):

@@ -97,7 +97,7 @@ def _ahead(parent: int, options_fd: int, conn) -> None:
             ready = intake.prepare(args.directory, args.out, args.jobs, args.roster, args.similarity,
                                    lambda message: None,  # kept in ready.warnings
                                    args.names_from_folders, args.extensions, args.adjustments,
-                                   intake.read_seconds(args.timeout))
+                                   intake.read_seconds(args.timeout), args.tz)
         except (Exception, SystemExit):  # noqa: BLE001  the batch reads it again and says why
             ready = None
     try:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
 import time
@@ -49,11 +50,13 @@ from .grade.graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
 from .grade.outcomes import Outcome, error_report
 from .intake import BatchError, previous
 from .intake.roster import RosterError
+from .intake import times
 from .intake.times import parse_time
 from .rules.late import LatePolicy
 from .rules.rows import class_rows
 from .write.outputs import annotate, write_outputs
 
+PARTIAL = 3  # exit status: every file written, but some submissions held (held.csv)
 GRADER_ERRORS = "grader-errors.log"  # the grader's tracebacks, for the instructor only
 ERROR_CHARS = 20_000  # of one submission's traceback in it
 WARNING_CHARS = 4000  # of one line the batch says
@@ -66,6 +69,7 @@ class BatchResult:
     seed: int = 0
     similarity: object = None  # similarity.SimilarityResult with --similarity
     missing: list[str] = field(default_factory=list)  # roster learners without a submission
+    held: list[dict] = field(default_factory=list)  # submissions graded into nobody's row (intake)
 
     @property
     def graded(self) -> int:
@@ -99,7 +103,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
               zygotes: list | None = None, ahead=None, names_from_folders: bool = False,
               extensions: Path | None = None, adjustments: Path | None = None,
               allow_fewer: bool = False, shard: tuple[int, int] | None = None, merge: bool = False,
-              events=None) -> BatchResult:
+              events=None, tz: str | None = None, possible: float | None = None) -> BatchResult:
     """Grade every submission of ``directory`` into ``out``; see the module docstring.
     ``ahead``: the process that read the class while torch was imported (:mod:`.ahead`);
     ``shard``: grade only that part, into ``OUT/parts`` (:mod:`.shards`); ``merge``: grade
@@ -118,12 +122,13 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
     start = time.perf_counter()
     out = Path(out)
     command = (directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments)
-    ready = ahead.prepared(intake.asked(*command)) if ahead else None
+    ready = ahead.prepared(intake.asked(*command, tz)) if ahead else None
     if ready is None:
-        ready = intake.prepare(*command[:5], warn, *command[5:], intake.read_seconds(timeout))
+        ready = intake.prepare(*command[:5], warn, *command[5:], intake.read_seconds(timeout), tz)
     else:  # read by the process ahead: what it had to say is said now, in order
         for message in ready.warnings:
             warn(message)
+    _check_adjustments(ready, exercises, adjustments or out / intake.controls.ADJUSTMENTS)
     submissions, loaded, refused = ready.submissions, ready.loaded, ready.refused
     if shard is not None:  # a part of the class, in a folder of its own; the class files are the merge's
         seed = shards.shared_seed(out, seed)
@@ -131,6 +136,7 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         submissions = {k: v for k, v in submissions.items() if shards.mine(k, shard)}
     else:
         previous.check_loss(out, ready, allow_fewer)  # before anything is written
+        previous.check_roster_loss(out, ready, allow_fewer)
     if merge:
         seed = shards.gather(out, warn)
     (out / "reports").mkdir(parents=True, exist_ok=True)
@@ -210,13 +216,25 @@ def run_batch(directory: Path, out: Path, *, jobs: int = 2, force: bool = False,
         if events is not None:
             events.end(result, out)
         return result
-    rows = class_rows({o.learner: o.report for o in result.outcomes}, ready, late, result)  # the rules
+    rows = class_rows({o.learner: o.report for o in result.outcomes}, ready, late, result, possible)  # the rules
+    result.held = ready.held
     write_outputs(out, result, ready, rows, assignment=assignment, similarity=similarity, anonymize=anonymize,
-                  progress=progress, console=console, warn=warn, ahead=ahead)
+                  progress=progress, console=console, warn=warn, ahead=ahead, possible=possible)
     result.wall = time.perf_counter() - start
     if events is not None:
         events.end(result, out)
     return result
+
+
+def _check_adjustments(ready, exercises: list[str] | None, path: Path) -> None:
+    """BatchError naming the line of an adjustment for an exercise this assignment does not
+    grade: applied nowhere, it would still be promised in the learner's feedback."""
+    if not exercises:
+        return
+    for a in ready.adjustments:
+        if a.exercise != intake.controls.TOTAL and a.exercise not in exercises:
+            raise BatchError(f"{path}, line {a.line}: {a.exercise} is not an exercise of this assignment "
+                             f"({', '.join(exercises)}): give another exercise, or total")
 
 
 def error_lines(error: LearnerText) -> str:
@@ -243,7 +261,13 @@ def parser() -> argparse.ArgumentParser:
                                                  "stored in OUT/.seed and reused; keep it secret)")
     parser.add_argument("--roster", type=Path, metavar="FILE",
                         help="the class: one learner id per line, or a Canvas gradebook export (CSV)")
-    parser.add_argument("--deadline", metavar="TIME", help="ISO 8601, e.g. 2026-03-01T23:59+01:00 (UTC if no zone)")
+    parser.add_argument("--deadline", metavar="TIME", help="ISO 8601, e.g. 2026-03-01T23:59+01:00 (a time without "
+                                                           "a zone is read in --tz, and refused without it)")
+    parser.add_argument("--tz", metavar="ZONE", help="the course's time zone (IANA, e.g. America/Los_Angeles): a "
+                                                   "deadline or extension written without a zone is read in it")
+    parser.add_argument("--points", type=float, metavar="P",
+                        help="the assignment's points in Canvas: canvas.csv, the history and the feedback show each "
+                             "final scaled to P (final x P / the exercises' total), the raw points beside")
     parser.add_argument("--late-penalty", type=float, default=0.0, metavar="PERCENT",
                         help="percent of the score lost per started day late (with --deadline)")
     parser.add_argument("--late-cutoff", type=float, metavar="DAYS",
@@ -312,10 +336,16 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     unknown = sorted(set(args.exercises or ()) - set(POINTS))
     if unknown:
         return refuse(f"unknown exercise id(s): {', '.join(unknown)}")
+    try:
+        zone = times.zone(args.tz)
+    except ValueError as err:
+        return refuse(f"--tz: {err}")
+    if args.points is not None and not (args.points > 0 and math.isfinite(args.points)):
+        return refuse(f"--points must be more than 0, not {args.points:g}")
     late = None
     if args.deadline:
         try:
-            late = LatePolicy(parse_time(args.deadline), args.late_penalty, args.late_cutoff)
+            late = LatePolicy(parse_time(args.deadline, zone), args.late_penalty, args.late_cutoff)
         except ValueError as err:
             return refuse(f"--deadline: {err}")
     elif args.late_penalty or args.late_cutoff is not None or args.extensions:
@@ -348,10 +378,10 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
                            assignment=args.assignment, progress=not args.quiet, zygotes=zygotes,
                            ahead=ahead, names_from_folders=args.names_from_folders, extensions=args.extensions,
                            adjustments=args.adjustments, allow_fewer=args.allow_fewer, shard=shard, merge=merge,
-                           events=events)
+                           events=events, tz=args.tz, possible=args.points)
     except (BatchError, RosterError) as err:
         if events is not None:
-            events.refused(str(err))
+            events.refused(excerpt(str(err), WARNING_CHARS))
         return refuse(str(err))
     finally:
         if events is not None:
@@ -366,6 +396,11 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     if failed:
         print(f"the grader failed on {failed} submission(s), graded again at the next run: "
               f"details in {args.out / GRADER_ERRORS}", file=sys.stderr)
+    if result.held:
+        print(f"{len(result.held)} submission(s) held, graded into nobody's row (listed in {args.out / 'held.csv'}, "
+              f"a reason each): every other learner is graded and every file written (exit status {PARTIAL})",
+              file=sys.stderr)
+        return PARTIAL
     return 0
 
 

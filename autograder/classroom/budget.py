@@ -16,6 +16,7 @@ SHARES = {
     "canvas.csv": 200,  # the identifying columns
     "summary.md": 200,  # what went wrong, with the learner's file names
     "history.csv": 100,  # the learner's id
+    "held.csv": 300,  # a held submission's own name, its submitters' ids, why it is held
 }
 LEARNER_CHARS = sum(SHARES.values())
 CELL = 120  # characters of one id or name in a class file

@@ -10,14 +10,18 @@ One JSON object per line, flushed as it happens, on stderr or appended to a file
 * ``{"event": "refused", "message": "..."}`` when the command is refused (exit status 2).
 
 Every line also has ``"time"`` (UTC, ISO 8601). Nothing of a learner's code or output is in
-it: their id in the class files, numbers, and the instructor's own messages.
+it: their id in the class files, numbers, and the instructor's own messages. A refusal may
+name a learner's folder or id: its message is inert (escape sequences shown as ``\x1b``) and
+HTML-escaped (``&lt;img&gt;``), so a dashboard that shows it as text or as HTML shows it as it is.
 """
 from __future__ import annotations
 
+import html
 import json
 import sys
 from datetime import datetime, timezone
 
+from ..inert import inert
 from ..scoring import round_points
 
 
@@ -55,7 +59,7 @@ class JsonLines:
                   out=str(out))
 
     def refused(self, message: str) -> None:
-        self._say("refused", message=message)
+        self._say("refused", message=html.escape(inert(message), quote=True))
 
     def close(self) -> None:
         if self.owned:

@@ -7,6 +7,7 @@ deadline and late policy, its points in Canvas, and its own extensions and adjus
     [term]
     name = "Multi-head attention, spring 2026"
     roster = "roster.csv"
+    timezone = "America/Los_Angeles"
 
     [[assignment]]
     name = "A1 Attention"
@@ -18,7 +19,9 @@ deadline and late policy, its points in Canvas, and its own extensions and adjus
     points = 20
     extensions = "controls/a1-extensions.csv"
 
-Paths are relative to the term file. Each assignment is a batch (:mod:`.batch`) into
+Paths are relative to the term file. A deadline or extension written without a zone is read
+in the term's ``timezone`` (IANA); without one, it is refused naming its line. Two
+assignments may not share a name: Canvas names a column by it. Each assignment is a batch (:mod:`.batch`) into
 ``OUT/<its folder>/`` (its name, made a file name): its grades, feedback, summary and history,
 its own kept roster and controls, and what the next run needs; a rerun grades only what
 changed (a submission, the grader, the options: the batch's own rule). The term's gradebook
@@ -27,9 +30,18 @@ then follows from the assignments' ``grades.csv`` and ``canvas.csv``:
 * ``OUT/term.csv``: a row per learner per assignment: the final score (scaled to the
   assignment's ``points`` when given: final x points / the exercises' total, rounded as every
   shown score), the points possible, the status, the late penalty and the adjustment, as the
-  assignment's ``grades.csv`` says them;
+  assignment's ``grades.csv`` says them, and the raw points beside;
 * ``OUT/canvas.csv``: Canvas's import layout with one column per assignment, its points
   possible under the header.
+
+Mid-term, the gradebook is right as it stands: a learner whose deadline (or extension) has
+not passed gets a blank in Canvas (an import leaves the cell as it was) and ``not yet due``
+in ``term.csv``; an assignment whose folder of submissions does not exist yet and whose
+deadline has not passed is skipped with a line, its cells ``not yet due``; one not graded
+yet (``--only``) keeps its column blank, ``not graded`` in ``term.csv``. A held submission
+(:mod:`.intake`) leaves its learners' cells blank, ``held`` in ``term.csv``, and the term's
+exit status is 3 once every file is written. A learner who has left the roster keeps the
+rows their earlier work earned in ``term.csv``, their status saying so.
 
 With ``--shard i/N`` every assignment grades its part only (:mod:`.shards`) and no term file
 is written; ``--merge`` gathers each assignment's parts and writes the term's files. The batches run in
@@ -45,15 +57,16 @@ import io
 import re
 import sys
 import tomllib
+from datetime import datetime, timezone
 from pathlib import Path
 
-from ..scoring import points, round_points
+from ..scoring import points
 from ..spec import COURSE, POINTS
 from . import batch, files
-from .intake.roster import CANVAS_ID_COLUMNS
+from .intake.roster import CANVAS_ID_COLUMNS, RosterError, read_roster, same
 from .intake import times
 
-TERM_KEYS = {"name", "roster"}
+TERM_KEYS = {"name", "roster", "timezone"}
 ASSIGNMENT_KEYS = {"name", "exercises", "chapters", "submissions", "deadline", "late_penalty", "late_cutoff",
                    "points", "extensions", "adjustments", "folder"}
 GRADEBOOK = "term.csv"
@@ -82,21 +95,37 @@ def read_term(path: Path) -> tuple[dict, list[dict]]:
     base = path.parent
     if "roster" in term:
         term = {**term, "roster": base / str(term["roster"])}
+    try:
+        zone = times.zone(term.get("timezone"))
+    except ValueError as err:
+        raise TermError(f"{path}: [term] timezone: {err}") from None
     assignments = data.get("assignment")
     if not isinstance(assignments, list) or not assignments:
         raise TermError(f"{path}: no [[assignment]]")
-    checked, folders = [], {}
+    checked, folders, names = [], {}, {}
+    lines = path.read_text(encoding="utf-8").splitlines()
     for number, a in enumerate(assignments, 1):
-        checked.append(_assignment(path, base, number, a))
-        folder = checked[-1]["folder"]
+        checked.append(_assignment(path, base, number, a, zone, lines))
+        folder, name = checked[-1]["folder"], " ".join(checked[-1]["name"].split()).casefold()
         if folder in folders:
             raise TermError(f"{path}: assignments {folders[folder]} and {number} would share the folder {folder!r}: "
                             "give one a `folder`")
-        folders[folder] = number
+        if name in names:
+            raise TermError(f"{path}: assignments {names[name]} and {number} are both named {a['name']!r}: Canvas "
+                            "names a column by it, so one would hold the other's scores; give each its own name")
+        folders[folder], names[name] = number, number
     return term, checked
 
 
-def _assignment(path: Path, base: Path, number: int, a) -> dict:
+def _line(lines: list[str], key: str, value: str) -> str:
+    """`line N` of the term file where ``key = "value"`` is written (for a refusal), or ''."""
+    for n, text in enumerate(lines, 1):
+        if text.split("=", 1)[0].strip() == key and value in text:
+            return f", line {n}"
+    return ""
+
+
+def _assignment(path: Path, base: Path, number: int, a, zone=None, lines=()) -> dict:
     where = f"{path}, assignment {number}"
     if not isinstance(a, dict):
         raise TermError(f"{where}: not a table")
@@ -119,16 +148,16 @@ def _assignment(path: Path, base: Path, number: int, a) -> dict:
     if not exercises:
         raise TermError(f"{where}: no exercise: give `exercises` or `chapters`")
     try:
-        times.parse_time(a["deadline"])
+        deadline = times.parse_time(a["deadline"], zone)
     except ValueError as err:
-        raise TermError(f"{where}: deadline: {err}") from None
+        raise TermError(f"{where}{_line(list(lines), 'deadline', a['deadline'])}: deadline: {err}") from None
     for key in ("late_penalty", "late_cutoff", "points"):
         if key in a and (not isinstance(a[key], (int, float)) or isinstance(a[key], bool) or a[key] < 0):
             raise TermError(f"{where}: `{key}` must be a number, at least 0, not {a[key]!r}")
     if a.get("points") == 0:
         raise TermError(f"{where}: `points` must be more than 0")
     folder = str(a.get("folder") or a["name"])
-    return {**a, "exercises": [e for e in POINTS if e in exercises], "folder": _folder(folder),
+    return {**a, "exercises": [e for e in POINTS if e in exercises], "folder": _folder(folder), "due": deadline,
             "submissions": base / a["submissions"],
             **{k: base / a[k] for k in ("extensions", "adjustments") if k in a}}
 
@@ -152,6 +181,10 @@ def batch_args(term: dict, a: dict, out: Path, options: list[str]) -> list[str]:
             args += [f"--{key}", str(a[key])]
     if "roster" in term:
         args += ["--roster", str(term["roster"])]
+    if "timezone" in term:
+        args += ["--tz", str(term["timezone"])]
+    if "points" in a:
+        args += ["--points", f"{a['points']!r}"]
     return args + options
 
 
@@ -165,34 +198,41 @@ def _read(path: Path) -> list[dict]:
         raise TermError(f"{path} cannot be read ({err}): grade that assignment again") from None
 
 
-def scaled(final: str, maximum: str, possible) -> str:
-    """An assignment's final as Canvas gets it: as graded, or scaled to its ``points``."""
-    if possible is None:
-        return final
-    return points(round_points(float(final) * float(possible) / float(maximum))) if float(maximum) else "0"
-
-
-def gradebook_files(out: Path, assignments: list[dict]) -> dict[str, str]:
-    """``{file name: text}`` of the term's gradebook, from each assignment's class files."""
+def gradebook_files(out: Path, assignments: list[dict], roster: list | None = None,
+                    now: datetime | None = None) -> dict[str, str]:
+    """``{file name: text}`` of the term's gradebook, from each assignment's class files (each
+    batch wrote them scaled to the assignment's ``points``); an assignment without them yet
+    gives blank cells (``not yet due`` before its deadline, ``not graded`` after). ``roster``:
+    the term's learners (a row of a learner no longer on it says so)."""
     out = Path(out)
+    now = now or datetime.now(timezone.utc)
     long = io.StringIO()
     w = csv.writer(long)
-    w.writerow(["learner", "assignment", "final", "points_possible", "status", "late_penalty", "adjustment"])
+    w.writerow(["learner", "assignment", "final", "points_possible", "status", "late_penalty", "adjustment",
+                "raw_final", "raw_possible"])
     people: dict[tuple, dict[str, str]] = {}  # Canvas's identifying columns -> assignment -> score
     possible = {}
+    on_roster = {same(x) for who in roster or () for x in who.aliases}
     for a in assignments:
         folder = out / a["folder"]
+        if not (folder / "grades.csv").is_file() or not (folder / "canvas.csv").is_file():
+            status = "not yet due" if a["due"] > now else "not graded"
+            possible[a["name"]] = points(a["points"]) if "points" in a else ""
+            for who in roster or ():
+                w.writerow([who.id, a["name"], "", possible[a["name"]], status, "", "", "", ""])
+                people.setdefault(tuple((who.canvas or {}).get(c, "") for c in CANVAS_ID_COLUMNS), {})
+            continue
         for row in _read(folder / "grades.csv"):
             maximum = row["max_total"]
-            possible[a["name"]] = points(a["points"]) if "points" in a else maximum
-            w.writerow([row["learner"], a["name"], scaled(row["final"], maximum, a.get("points")),
-                        possible[a["name"]], row["status"], row["late_penalty"], row["adjustment"]])
-        canvas = _read(folder / "canvas.csv")[1:]  # the row under the header: Points Possible
-        for row in canvas:
+            possible[a["name"]] = row.get("points_possible") or maximum
+            status = row["status"]
+            if roster is not None and same(row["learner"]) not in on_roster:
+                status += " (not on the roster)"
+            w.writerow([row["learner"], a["name"], row.get("canvas", row["final"]), possible[a["name"]], status,
+                        row["late_penalty"], row["adjustment"], row["final"], maximum])
+        for row in _read(folder / "canvas.csv")[1:]:  # the row under the header: Points Possible
             ids = tuple(row.get(c, "") for c in CANVAS_ID_COLUMNS)
-            graded = row.get(a["name"], "")
-            people.setdefault(ids, {})[a["name"]] = "" if graded == "" else scaled(
-                graded, _maximum(folder), a.get("points"))
+            people.setdefault(ids, {})[a["name"]] = row.get(a["name"], "")
     wide = io.StringIO()
     w = csv.writer(wide)
     names = [a["name"] for a in assignments]
@@ -201,11 +241,6 @@ def gradebook_files(out: Path, assignments: list[dict]) -> dict[str, str]:
     for ids, scores in people.items():
         w.writerow([*ids, *(scores.get(n, "") for n in names)])
     return {GRADEBOOK: long.getvalue(), CANVAS: wide.getvalue()}
-
-
-def _maximum(folder: Path) -> str:
-    rows = _read(folder / "canvas.csv")
-    return rows[0][list(rows[0])[-1]] if rows else "0"  # the Points Possible row's score
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -227,7 +262,7 @@ def parser() -> argparse.ArgumentParser:
     seed.add_argument("--seed-file", type=Path, metavar="PATH",
                       help="read that seed from this file (a Secret's, say): never on a command line, where another "
                            "process could read it")
-    for flag in ("--force", "--quiet", "--unconfined", "--similarity"):
+    for flag in ("--force", "--quiet", "--unconfined", "--similarity", "--allow-fewer"):
         p.add_argument(flag, action="store_true", help=f"passed to every batch ({flag} there)")
     p.add_argument("--jobs", "-j", type=int, help="passed to every batch")
     p.add_argument("--run-as", metavar="USER", help="passed to every batch")
@@ -253,31 +288,43 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"mha-grade term: --only {', '.join(unknown)}: the assignments are {', '.join(names)}", file=sys.stderr)
         return 2
-    options = [flag for flag in ("--force", "--quiet", "--unconfined", "--similarity")
-               if getattr(args, flag[2:])]
+    options = [flag for flag in ("--force", "--quiet", "--unconfined", "--similarity", "--allow-fewer")
+               if getattr(args, flag[2:].replace("-", "_"))]
     for flag, value in (("--seed", args.seed), ("--jobs", args.jobs), ("--run-as", args.run_as),
                         ("--shard", args.shard), ("--progress-json", args.progress_json)):
         if value is not None:
             options += [flag, str(value)]
+    now, partial = datetime.now(timezone.utc), 0
     for a in assignments:
         if args.only and a["name"] not in args.only:
+            continue
+        if not Path(a["submissions"]).exists() and a["due"] > now:
+            print(f"mha-grade term: {a['name']}: not yet due ({a['deadline']}) and no submissions yet "
+                  f"({a['submissions']} does not exist): skipped, its cells blank", file=sys.stderr)
             continue
         print(f"mha-grade term: {a['name']} ({len(a['exercises'])} exercises) -> {args.out / a['folder']}",
               file=sys.stderr)
         command = batch_args(term, a, args.out, options)
         status = batch.merge_main(command) if args.merge else batch.main(command)
+        if status == batch.PARTIAL:  # every file written; some submissions held: the term goes on
+            partial = status
+            continue
         if status:
             print(f"mha-grade term: {a['name']}: stopped (exit status {status}); the term's gradebook is "
                   "unchanged", file=sys.stderr)
             return status
     if args.shard:
-        return 0
+        return partial
     try:
-        written = gradebook_files(args.out, assignments)
-    except TermError as err:
+        roster = read_roster(term["roster"]) if "roster" in term else None
+        written = gradebook_files(args.out, assignments, roster, now)
+    except (TermError, RosterError) as err:
         print(f"mha-grade term: {err}", file=sys.stderr)
         return 2
     for name, text in written.items():
         files.write_atomic(args.out / name, text)
     print(f"{len(assignments)} assignments -> {args.out / GRADEBOOK}, {args.out / CANVAS}")
-    return 0
+    if partial:
+        print(f"mha-grade term: some submissions are held (each assignment's held.csv): their cells are blank "
+              f"(exit status {partial})", file=sys.stderr)
+    return partial

@@ -17,8 +17,8 @@ from ...limited import READ_SECONDS
 from ...spec import POINTS
 from ...stubs import StubsMissing
 from ...submission import SubmissionError, load
-from . import controls, gradescope_export
-from .roster import Learner, RosterError, class_people, read_roster
+from . import controls, gradescope_export, times
+from .roster import Learner, RosterError, class_people, read_roster, same
 from .. import similarity as sim
 
 SKIP = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")
@@ -119,22 +119,28 @@ class Prepared:
     extensions: dict = field(default_factory=dict)  # learner -> their deadline
     adjustments: list = field(default_factory=list)  # controls.Adjustment
     controls: dict[str, str] = field(default_factory=dict)  # file name -> text to keep in OUT
+    # Submissions whose identity is ambiguous (an id two submitters give, a roster alias matching
+    # two submissions, two with one file name): graded into nobody's row. {"submission": its own
+    # name, "submitters": [their ids as given], "reason": why}; and person id -> why, for their row.
+    held: list[dict] = field(default_factory=list)
+    held_people: dict[str, str] = field(default_factory=dict)
+    older: dict[str, list] = field(default_factory=dict)  # submission -> [(folder, created)] it replaces
 
 
 def asked(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool,
           names_from_folders: bool = False, extensions: Path | None = None,
-          adjustments: Path | None = None) -> tuple:
+          adjustments: Path | None = None, tz: str | None = None) -> tuple:
     """What a :class:`Prepared` depends on: a batch uses one only if made for its own command."""
     def path(p):
         return str(Path(p).resolve()) if p else None
 
     return (str(Path(directory).resolve()), str(Path(out).resolve()), jobs, path(roster), bool(similarity),
-            bool(names_from_folders), path(extensions), path(adjustments))
+            bool(names_from_folders), path(extensions), path(adjustments), tz)
 
 
 def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similarity: bool,
             warn: Callable[[str], None], names_from_folders: bool = False, extensions: Path | None = None,
-            adjustments: Path | None = None, seconds: float | None = None) -> Prepared:
+            adjustments: Path | None = None, seconds: float | None = None, tz: str | None = None) -> Prepared:
     """Read the class; raises BatchError or RosterError for a command that cannot be right.
 
     Each submission is read, and fingerprinted with ``similarity``, in a process of its own
@@ -156,22 +162,43 @@ def prepare(directory: Path, out: Path, jobs: int, roster: Path | None, similari
     learners = read_roster(roster) if roster else None
     claims = {name: (export.submitters[name] if export else [Learner(name, {}, (name,))])
               for name in found}
-    people, owner, strangers = class_people(learners, claims)
+    held_claims = {folder: who for folder, (who, _) in (export.held.items() if export else ())}
+    people, owner, strangers, ambiguous = class_people(learners, {**claims, **held_claims})
+    reasons = {folder: why for folder, (_, why) in (export.held.items() if export else ())}
+    reasons.update(_ambiguous(claims, ambiguous))
+    identity, clashes = _identities({n: w for n, w in claims.items() if n not in reasons}, owner)
+    reasons.update(clashes)
+    held = {n: w for n, w in {**claims, **held_claims}.items() if n in reasons}
+    claims = {n: w for n, w in claims.items() if n not in reasons}
+    found = {n: p for n, p in found.items() if n not in reasons}
+    mine = {owner[who.id] for people_ in claims.values() for who in people_}
+    roster_ids = {p.id for p in learners} if learners else set()
+    held_people = {owner[who.id]: reasons[n] for n, w in held.items() for who in w
+                   if owner[who.id] in roster_ids}
+    # a stranger whose only submission is held has no row: the held list names them
+    people = [p for p in people if p.id in roster_ids or p.id in mine]
+    strangers = [s for s in strangers if s in mine]
     if strangers:
         note(f"not on the roster, graded but left out of canvas.csv: {', '.join(strangers)}")
-    identity = _identities(claims, owner)
+    for n in sorted(held):
+        note(f"held, graded into nobody's row: {n}: {reasons[n]}")
     odd = gradescope_export.renamed(sorted({p.id for p in people} | {"+".join(owner[w.id] for w in c)
                                                                     for c in claims.values()}))
     if odd:  # two ids alike but for such characters ("100 1", "100_1") each keep a file of their own
         note(f"{len(odd)} id(s) cannot be file names as they are; their files are named: "
              + "; ".join(odd[:10]) + (f" and {len(odd) - 10} more" if len(odd) > 10 else ""))
-    ready = Prepared(asked(directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments),
+    ready = Prepared(asked(directory, out, jobs, roster, similarity, names_from_folders, extensions, adjustments,
+                           tz),
                      {identity[n]: p for n, p in found.items()}, _renamed(export, identity), learners,
                      warnings=said, claims={identity[n]: w for n, w in claims.items()}, people=people, owner=owner,
-                     own={identity[n]: n for n in found})
+                     own={identity[n]: n for n in found},
+                     held=[{"submission": n, "submitters": [w.id for w in held[n]], "reason": reasons[n]}
+                           for n in sorted(held)],
+                     held_people=held_people,
+                     older={identity[n]: o for n, o in (export.older.items() if export else ()) if n in identity})
     if roster is not None:
         ready.controls[ROSTER] = _kept_text(roster)
-    _controls(ready, Path(out), extensions, adjustments, note)
+    _controls(ready, Path(out), extensions, adjustments, note, times.zone(tz))
     for learner, path in ready.submissions.items():
         try:
             ready.loaded[learner] = load(path, seconds)
@@ -202,20 +229,41 @@ def _kept_text(roster: Path) -> str:
         raise RosterError(f"the roster {roster} cannot be read ({err})") from None
 
 
-def _identities(claims: dict[str, list], owner: dict[str, str]) -> dict[str, str]:
-    """Submission -> its name in the class files: its submitters' ids there, joined by ``+``.
-    Two submissions that would be one learner's are refused: which one counts is the
-    instructor's call, not the batch's."""
-    named, mine = {}, {}
+def _identities(claims: dict[str, list], owner: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(names, held)``: submission -> its name in the class files (its submitters' ids there,
+    joined by ``+``); and submission -> why it is held. Two submissions that would be one
+    learner's (matched by the roster's ids), or that would have one file name, are held, both:
+    which one counts is the instructor's call, not the batch's."""
+    named, mine, held = {}, {}, {}
     for name in sorted(claims):
-        ids = [owner[who.id] for who in claims[name]]
-        for person in ids:
-            if person in mine:
-                raise BatchError(f"{person} is a submitter of both {mine[person]} and {name} (matched by the roster's "
-                                 "ids): remove one of them from the class folder")
-            mine[person] = name
-        named[name] = gradescope_export.safe_name("+".join(ids))
-    return named
+        for person in dict.fromkeys(owner[who.id] for who in claims[name]):
+            mine.setdefault(person, []).append(name)
+        named[name] = gradescope_export.safe_name("+".join(owner[who.id] for who in claims[name]))
+    for person, names in mine.items():
+        if len(names) > 1:
+            for name in names:
+                held.setdefault(name, f"{person} is a submitter of {' and '.join(names)} (matched by the "
+                                      "roster's ids): which one counts is yours to say")
+    files: dict[str, list[str]] = {}
+    for name, file in named.items():
+        files.setdefault(file, []).append(name)
+    for names in files.values():
+        if len(names) > 1:
+            for name in names:
+                held.setdefault(name, f"{' and '.join(names)} would share the file name {named[name]}: "
+                                      "which is whose is yours to say")
+    return {n: f for n, f in named.items() if n not in held}, held
+
+
+def _ambiguous(claims: dict[str, list], ambiguous: dict[str, list[str]]) -> dict[str, str]:
+    """Submission -> why it is held, for a submitter whose ids match several learners of the roster."""
+    held = {}
+    for name, who_ in claims.items():
+        for who in who_:
+            if who.id in ambiguous:
+                held.setdefault(name, f"{who.id}'s ids match {' and '.join(ambiguous[who.id])} on the roster: "
+                                      "whose it is is yours to say")
+    return held
 
 
 def _renamed(export, identity: dict[str, str]):
@@ -226,15 +274,15 @@ def _renamed(export, identity: dict[str, str]):
                                     {identity[n]: t for n, t in export.created.items()})
 
 
-def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: Path | None, note) -> None:
+def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: Path | None, note, tz=None) -> None:
     """The extensions and adjustments: the files given, else the copies kept in OUT."""
     ids = {}
     submitters = [(who, ready.owner[who.id]) for people in ready.claims.values() for who in people]
     for who, person in [(p, p.id) for p in ready.people] + submitters:  # the roster's ids, then the submitters'
         for alias in (*who.aliases, who.id):
             ids.setdefault(alias, person)
-            ids.setdefault(alias.casefold(), person)
-    for given, kept, read in ((extensions, controls.EXTENSIONS, lambda f: controls.read_extensions(f, ids)),
+            ids.setdefault(same(alias), person)
+    for given, kept, read in ((extensions, controls.EXTENSIONS, lambda f: controls.read_extensions(f, ids, tz)),
                               (adjustments, controls.ADJUSTMENTS, lambda f: controls.read_adjustments(f, ids, POINTS))):
         path = Path(given) if given else out / kept
         if not given and not path.is_file():

@@ -3,7 +3,8 @@ instructor keeps.
 
 * **Extensions** (``--extensions FILE``): a learner's own deadline, as Canvas's per-student
   "assign to" due dates are: columns ``learner`` and ``deadline`` (``due_at`` as Canvas's API
-  names it is read too), ISO 8601, UTC when no zone is given. The late policy then counts
+  names it is read too), ISO 8601; without a zone, in the course's time zone (``--tz``,
+  ``timezone`` in a term file), refused without one. The late policy then counts
   from it.
 * **Adjustments** (``--adjustments FILE``): points added or taken by hand after grading,
   with the reason the learner reads in their feedback, as nbgrader's manual grades and extra
@@ -18,8 +19,9 @@ comma is in double quotes; a row with a field too many or too few is refused wit
 
 ``learner`` is any id the roster or the submission gives the learner (Canvas's SIS Login ID,
 SIS User ID or ID; Gradescope's sid or email; a folder's name). A file that cannot be read,
-a row that names no learner of the class, an unknown exercise, a number or a time that is not
-one: one line naming the file and row, exit status 2, nothing written.
+a row that names no learner of the class, an unknown exercise (or one the assignment does
+not grade), a number or a time that is not one: one line naming the file and row, exit
+status 2, nothing written.
 
 The batch keeps a copy of each in its output folder (``extensions.csv``, ``adjustments.csv``)
 and reads that copy when the option is not given: a rerun never drops them silently.
@@ -34,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ... import scoring
+from ..intake.roster import same
 from ..intake.times import parse_time
 
 EXTENSIONS = "extensions.csv"
@@ -51,6 +54,7 @@ class Adjustment:
     exercise: str  # an exercise id, or TOTAL
     points: float
     reason: str
+    line: int = 0  # of the adjustments file: a refusal names it
 
 
 def _rows(path: Path, needed: tuple[str, ...], aliases: dict[str, str] | None = None) -> list[tuple[int, dict]]:
@@ -89,20 +93,21 @@ def _rows(path: Path, needed: tuple[str, ...], aliases: dict[str, str] | None = 
 
 
 def _who(path, line: int, name: str, ids: dict[str, str]) -> str:
-    found = ids.get(name) or ids.get(name.casefold())
+    found = ids.get(name) or ids.get(same(name))
     if not found:
         raise ControlsError(f"{path}, line {line}: {name or '(empty)'} is not a learner of this class "
                             "(not on the roster, and no submission is theirs)")
     return found
 
 
-def read_extensions(path: Path, ids: dict[str, str]) -> dict[str, datetime]:
-    """``{learner: their deadline}``; ``ids``: every id a learner may be named by -> their id."""
+def read_extensions(path: Path, ids: dict[str, str], tz=None) -> dict[str, datetime]:
+    """``{learner: their deadline}``; ``ids``: every id a learner may be named by -> their id;
+    ``tz``: the course's time zone, for a deadline written without one (refused without it)."""
     deadlines: dict[str, datetime] = {}
     for line, row in _rows(path, ("learner", "deadline"), {"due_at": "deadline"}):
         who = _who(path, line, row["learner"], ids)
         try:
-            when = parse_time(row["deadline"])
+            when = parse_time(row["deadline"], tz)
         except ValueError as err:
             raise ControlsError(f"{path}, line {line}: {err}") from None
         if who in deadlines:
@@ -129,7 +134,7 @@ def read_adjustments(path: Path, ids: dict[str, str], exercises) -> list[Adjustm
             raise ControlsError(f"{path}, line {line}: points {row['points']!r} is not a number")
         if not row["reason"]:
             raise ControlsError(f"{path}, line {line}: no reason (the learner reads it in their feedback)")
-        adjustments.append(Adjustment(who, exercise, points, row["reason"]))
+        adjustments.append(Adjustment(who, exercise, points, row["reason"], line))
     return adjustments
 
 

@@ -26,9 +26,18 @@ learner by a folder and date every submission by its file times, zeroing a roste
 ``--names-from-folders`` the instructor accepts that: one warning, and the folders keep their
 own names. A folder laid out as an export (``assignment_<id>_export/``, or ``submission_<id>/``
 folders) without its metadata is the same error: it is never graded as a learner named
-``assignment_<id>_export``. One submitter's id in two folders is no damage but a learner's
-doing, where learners choose their sid: both are graded, the later folder's under a name of
-its own (``0300 (submission_7)``) that the roster matches to nobody, and the run says so.
+``assignment_<id>_export``.
+
+The export is the folder the instructor names, or the one folder it holds and nothing else
+(the top folder of the unzipped download): a folder among others (a learner's, beside their
+classmates' zips) is a submission, whatever it holds, never the export.
+
+One learner's several submissions (the same sid and email in two folders: a resubmission) are
+one: the newest by ``:created_at:`` counts, the older are kept in :attr:`Export.older` and
+named in the history. Where learners type their own sid, two *different* submitters may give
+one id (another's sid, email or file name, or a group's joined name): every submission
+involved is held (:attr:`Export.held`, with the reason), graded into nobody's row; the rest
+of the class is graded.
 """
 from __future__ import annotations
 
@@ -42,7 +51,7 @@ import yaml
 
 from ... import limited
 from ...inert import excerpt
-from ..intake.roster import Learner
+from ..intake.roster import Learner, same
 from ..intake.times import gradescope_time
 
 METADATA = "submission_metadata.yml"
@@ -66,18 +75,29 @@ class Export:
     submitters: dict[str, list[Learner]] = field(default_factory=dict)  # name -> who handed it in
     created: dict[str, datetime] = field(default_factory=dict)  # name -> Gradescope's :created_at:
     notes: list[str] = field(default_factory=list)  # what the instructor should know of it
+    older: dict[str, list] = field(default_factory=dict)  # name -> [(folder, created)] it replaces
+    held: dict[str, tuple] = field(default_factory=dict)  # folder -> (its submitters, why it is held)
+
+
+def only_folder(directory: Path, skip=()) -> Path | None:
+    """The one folder ``directory`` holds when it holds nothing else (hidden entries and
+    ``skip`` aside): the top folder of an unzipped download. A folder beside other entries (a
+    learner's, among their classmates' zips) is never it."""
+    entries = [p for p in Path(directory).iterdir() if not p.name.startswith(".") and p.name not in skip]
+    if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+        return entries[0]
+    return None
 
 
 def export_root(directory: Path, skip=()) -> Path | None:
-    """The folder holding ``submission_metadata.yml``: DIR itself, or its only folder (the
-    export's top folder, as unzipping it gives)."""
+    """The folder holding ``submission_metadata.yml``: DIR itself, or the one folder it holds
+    and nothing else (the export's top folder, as unzipping it gives)."""
     directory = Path(directory)
     if (directory / METADATA).is_file():
         return directory
-    folders = [p for p in directory.iterdir()
-               if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in skip]
-    if len(folders) == 1 and (folders[0] / METADATA).is_file():
-        return folders[0]
+    top = only_folder(directory, skip)
+    if top is not None and (top / METADATA).is_file():
+        return top
     return None
 
 
@@ -86,10 +106,8 @@ def export_without_metadata(directory: Path, skip=()) -> Path | None:
     only folder: named ``assignment_<id>_export`` or holding ``submission_<id>`` folders) but
     has no ``submission_metadata.yml``; None when there is none."""
     directory = Path(directory)
-    folders = [p for p in directory.iterdir()
-               if p.is_dir() and not p.is_symlink() and not p.name.startswith(".") and p.name not in skip]
-    candidates = [directory] + (folders if len(folders) == 1 else [])
-    for folder in candidates:
+    top = only_folder(directory, skip)
+    for folder in [directory] + ([top] if top is not None else []):
         if (folder / METADATA).exists():
             return None
         try:
@@ -176,7 +194,7 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
     unlisted = sorted(set(folders) - set(map(str, data)))
     if unlisted:
         raise ExportError(f"does not list {_some(unlisted)}")
-    export, seen = Export(root), {}
+    export, entries = Export(root), []
     for folder, entry in data.items():
         folder = str(folder)
         if folder not in folders:
@@ -187,27 +205,48 @@ def _export(root: Path, data, folders: dict[str, Path]) -> Export:
         if not isinstance(people, list) or not people:
             raise ExportError(f"{folder}: no :submitters:")
         learners = [_submitter(folder, p) for p in people]
-        for i, learner in enumerate(learners):
-            if learner.id in seen:
-                # Where learners choose their sid, one may take another's: the class is still
-                # graded. The first folder keeps the id; this one is graded under a name of its
-                # own, matched to nobody on the roster, and the run says so.
-                own = f"{learner.id} ({folder})"
-                export.notes.append(f"{excerpt(learner.id, 40)} is a submitter of both {seen[learner.id]} "
-                                    f"and {folder}: {folder}'s is graded as {excerpt(own, 60)}, matched to "
-                                    "nobody on the roster (which one is theirs is yours to say)")
-                learners[i] = learner = Learner(own, {**learner.canvas, "SIS User ID": own}, ())
-            seen[learner.id] = folder
         try:
             created = gradescope_time(entry.get(":created_at"))
         except ValueError as err:
             raise ExportError(f"{folder}: :created_at: {err}") from None
+        entries.append((folder, learners, created))
+    # One learner's (or group's) several submissions: the newest counts, the older are named.
+    newest: dict[tuple, tuple] = {}
+    replaced: dict[tuple, list] = {}
+    for folder, learners, created in sorted(entries, key=lambda e: (e[2], e[0])):
+        key = tuple(sorted((same(w.canvas.get("SIS User ID", "")), tuple(sorted(map(same, w.aliases))))
+                           for w in learners))
+        if key in newest:
+            replaced.setdefault(key, []).append(newest[key][::2])
+        newest[key] = (folder, learners, created)
+    kept = sorted(newest.items(), key=lambda item: item[1][0])
+    # Two different submitters giving one id (a sid, an email, a file name): held, each of them.
+    holders: dict[str, list[str]] = {}
+    for _, (folder, learners, _) in kept:
+        for who in learners:
+            for alias in dict.fromkeys(map(same, who.aliases)):
+                holders.setdefault(alias, []).append(folder)
+        holders.setdefault("name:" + safe_name("+".join(w.id for w in learners)), []).append(folder)
+    for alias, where in holders.items():
+        if len(where) > 1:
+            what = (f"would have the file name {alias[5:]}" if alias.startswith("name:") else
+                    f"give the id {excerpt(alias, 40)}")
+            for folder in where:
+                if folder not in export.held:
+                    others = ", ".join(f for f in where if f != folder)
+                    export.held[folder] = (None, f"{folder} and {others} {what}: which is whose is yours to say")
+    for key, (folder, learners, created) in kept:
+        if folder in export.held:
+            export.held[folder] = (learners, export.held[folder][1])
+            continue
         name = safe_name("+".join(learner.id for learner in learners))
-        if name in export.submissions:
-            raise ExportError(f"{folder} and another folder would both be named {name}")
         export.submissions[name] = folders[folder]
         export.submitters[name] = learners
         export.created[name] = created
+        if key in replaced:
+            export.older[name] = replaced[key]
+            export.notes.append(f"{folder} replaces {', '.join(f for f, _ in replaced[key])} (the same "
+                                f"submitter{'s' if len(learners) > 1 else ''}, newer): the newest counts")
     return export
 
 

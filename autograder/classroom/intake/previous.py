@@ -4,6 +4,10 @@
   A run that would grade fewer (a damaged download, the wrong folder, a roster that no longer
   matches the submissions) is refused before it writes anything: exit status 2, one line
   with both counts, every earlier file byte-identical. ``--allow-fewer`` replaces them.
+* ``roster.csv``: the roster of the last run. A new roster that drops more than a tenth of
+  its learners (and at least :data:`DROPPED` of them) at once (the other section's export,
+  say, whose learners would silently leave canvas.csv) is refused the same way, naming how
+  many and a few of them; ``--allow-fewer`` accepts it.
 * ``.seed``: the seed of the randomized cases, drawn once for this folder (mode 0600) and
   reused; ``--seed`` sets it, and a seed that differs from the stored one regrades everyone.
 """
@@ -19,6 +23,7 @@ from .. import files
 from . import BatchError
 
 RECORD = "class.json"
+DROPPED = 3  # learners a new roster may drop at once, below a tenth of the last one, unasked
 SEED_FILE = ".seed"
 
 
@@ -69,3 +74,23 @@ def check_loss(out: Path, ready, allow_fewer: bool) -> None:
     raise BatchError(f"{out} holds the grades of {previous[0]} learners with a submission ({previous[1]}); this "
                      f"run finds {now}: nothing was written, so as not to replace them. Check the class folder and "
                      "the roster, write into another --out, or pass --allow-fewer to replace them")
+
+
+def check_roster_loss(out: Path, ready, allow_fewer: bool) -> None:
+    """BatchError when the roster drops many of the learners of OUT's last roster at once."""
+    from .roster import RosterError, read_roster, same  # deferred: an import cycle through intake
+
+    kept = Path(out) / "roster.csv"
+    if allow_fewer or ready.learners is None or not kept.is_file():
+        return
+    try:
+        before = read_roster(kept)
+    except RosterError:
+        return  # a damaged copy: the new roster replaces it
+    now = {same(a) for who in ready.learners for a in who.aliases}
+    gone = [who.id for who in before if not any(same(a) in now for a in who.aliases)]
+    if len(gone) >= DROPPED and len(gone) * 10 > len(before):
+        raise BatchError(f"the roster drops {len(gone)} of the {len(before)} learners of the last run's ({kept}): "
+                         f"{', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}; nothing was written, so as not "
+                         "to take them out of canvas.csv. Check the roster (another section's?), or pass "
+                         "--allow-fewer to replace it")

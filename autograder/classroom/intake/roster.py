@@ -3,6 +3,11 @@ gradebook CSV exported from Canvas (its ``Student``, ``ID``, ``SIS User ID``, ``
 and ``Section`` columns; a submission is matched to a row by any of the three ids, or, from a
 Gradescope export, by its submitter's sid or email). Every id that names a person names one.
 Every learner on it gets a row, "no submission" when nothing was handed in.
+
+Ids are compared as Canvas compares them (:func:`same`): case and surrounding or doubled
+white space mean nothing, nor do the leading zeros of an all-digit id (a spreadsheet saves
+``000412345`` as ``412345``). Two rows whose ids are one by that rule are refused, naming
+both lines: which one a submission is would be a guess.
 """
 from __future__ import annotations
 
@@ -70,32 +75,44 @@ def read_roster(path: Path) -> list[Learner]:
     return learners
 
 
-def match_roster(roster: list[Learner], submitters: list[Learner]) -> tuple[dict[str, str], list[str]]:
-    """``({submitter id: roster id}, [submitters not on the roster])``: a submitter is on the
-    roster when any of its ids (a folder name, or a sid and an email) is one of a row's."""
-    alias = {_same(a): l.id for l in roster for a in l.aliases}
-    matched, strangers = {}, []
+def match_roster(roster: list[Learner], submitters: list[Learner]):
+    """``({submitter id: roster id}, [submitters not on the roster], {submitter id: [roster ids]})``:
+    a submitter is on the roster when any of its ids (a folder name, or a sid and an email) is
+    one of a row's (compared by :func:`same`); one whose ids name several rows is ambiguous."""
+    alias = {same(a): l.id for l in roster for a in l.aliases}
+    matched, strangers, ambiguous = {}, [], {}
     for who in submitters:
-        found = [alias[_same(a)] for a in who.aliases if _same(a) in alias]
+        found = list(dict.fromkeys(alias[same(a)] for a in who.aliases if same(a) in alias))
+        if len(found) > 1:
+            ambiguous[who.id] = found
         if found:
             matched[who.id] = found[0]
         else:
             strangers.append(who.id)
-    return matched, strangers
+    return matched, strangers, ambiguous
 
 
 def class_people(roster: list[Learner] | None, claims: dict[str, list[Learner]]):
-    """``(people, owner, strangers)``: every learner who gets a row (the roster's in its
+    """``(people, owner, strangers, ambiguous)``: every learner who gets a row (the roster's in its
     order, then the submitters not on it; without a roster, the submitters by id), each
-    submitter's id in the class files (``owner``: the roster's id where they are on it), and
-    the submitters not on the roster."""
+    submitter's id in the class files (``owner``: the roster's id where they are on it), the
+    submitters not on the roster, and those whose ids match several of its rows."""
     submitters = [who for name in sorted(claims) for who in claims[name]]
     if roster is None:
-        return sorted(submitters, key=lambda who: who.id), {who.id: who.id for who in submitters}, []
-    owner, strangers = match_roster(roster, submitters)
+        unique = {who.id: who for who in submitters}
+        return sorted(unique.values(), key=lambda who: who.id), {who.id: who.id for who in submitters}, [], {}
+    owner, strangers, ambiguous = match_roster(roster, submitters)
     owner.update({s: s for s in strangers})
-    return list(roster) + [who for who in submitters if who.id in strangers], owner, strangers
+    seen = set()
+    others = [who for who in submitters if who.id in strangers and not (who.id in seen or seen.add(who.id))]
+    return list(roster) + others, owner, strangers, ambiguous
 
 
-def _same(alias: str) -> str:
-    return alias.casefold() if "@" in alias else alias  # an email's case means nothing
+def same(alias: str) -> str:
+    """An id as Canvas compares it: case and white space folded, an all-digit id without its
+    leading zeros (what a spreadsheet makes of an SIS User ID)."""
+    text = " ".join(str(alias).split()).casefold()
+    return (text.lstrip("0") or "0") if text.isdigit() else text
+
+
+_same = same

@@ -36,7 +36,8 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=None) -> str:
     f = io.StringIO()
     w = csv.writer(f)
     w.writerow(["learner", "submitted_as", *columns, "total", "late_penalty", "adjustment", "final", "max_total",
-                "status", "submitted_at", "time_source", "adjustments", "error"])
+                "status", "submitted_at", "time_source", "adjustments", "error", "canvas", "points_possible",
+                "replaces"])
     for row in rows:
         budget = share("grades.csv")
         said = "; ".join(f"{a.exercise} {controls.signed(a.points)}: {a.reason}" for a in row["adjustments"])
@@ -48,14 +49,25 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=None) -> str:
         w.writerow([who, came, *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]),
                     row["late"], points(row["adjusted"]), points(row["final"]), points(max_total(reports)),
                     row["status"], row["submitted"], row.get("time_source", ""), spreadsheet(said),
-                    learner(row["error"]).csv(budget)])
+                    learner(row["error"]).csv(budget), canvas_cell(row),
+                    points(row["possible"] if row.get("possible") is not None else max_total(reports)),
+                    "; ".join(f"{folder} ({when.isoformat(timespec='seconds')})" for folder, when in row.get("older", []))])
     return f.getvalue()
 
 
-def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int) -> None:
+def canvas_cell(row: dict) -> str:
+    """What Canvas gets for a row: its final (scaled to the assignment's points when given), or
+    blank when the row gives no grade yet (held, not yet due, no trusted time)."""
+    return "" if row.get("withheld") else points(row.get("scaled", row["final"]))
+
+
+def write_class_files(out: Path, rows: list[dict], reports: dict[str, dict], assignment: str, seed: int,
+                      possible: float | None = None) -> None:
     files.write_atomic(out / "grades.csv", grades_csv(rows, reports))
-    canvas = [{"ids": r["canvas_ids"], "score": r["final"]} for r in rows if r["on_roster"]]
-    files.write_atomic(out / "canvas.csv", lms.canvas_csv(canvas, assignment, max_total(reports)))
+    canvas = [{"ids": r["canvas_ids"], "score": None if r.get("withheld") else r.get("scaled", r["final"])}
+              for r in rows if r["on_roster"]]
+    files.write_atomic(out / "canvas.csv", lms.canvas_csv(canvas, assignment,
+                                                          possible if possible is not None else max_total(reports)))
     hidden = [str(seed), str(Path(out).resolve()), str(Path.cwd())]
     for row in rows:
         text = feedback.scrub(feedback.to_markdown(row["shown"], row["report"], row, assignment), hidden)

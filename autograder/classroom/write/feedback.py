@@ -19,7 +19,9 @@ import builtins
 import html
 import re
 
-from ...inert import LearnerText, learner, markdown
+from ...inert import LearnerText, learner
+from ...said import Budget as Words
+from ...said import render
 from ...scoring import points, sentence
 from ...spec import MODULE_OF
 from ...submission import MODULES
@@ -31,6 +33,12 @@ BUILTIN_ERRORS = frozenset(n for n, v in vars(builtins).items()
                            if isinstance(v, type) and issubclass(v, BaseException))
 FILES = frozenset(f"{m}.py" for m in MODULES)
 NOTE_CHARS = 200  # of one note
+# The bytes of the learner's code's own words (an exception's type or message, a key it returned,
+# the line of its source the grader read) the findings of one file may hold, and of one exercise:
+# UTF-8 after Markdown's escaping (``said.render``), so that CJK or any other alphabet carries no
+# more. Code can write a hidden case's inputs into those words: this is all it reads out.
+WORDS_BYTES = 240
+EXERCISE_WORDS_BYTES = 80
 # A failing case's kind, in the grader's words (the kinds the learner's words come with: _said).
 KIND_WORDS = {"timeout": "timed out", "memory": "ran out of memory",
               "crash": "the process running your code died",
@@ -38,6 +46,15 @@ KIND_WORDS = {"timeout": "timed out", "memory": "ran out of memory",
               "missing": "not attempted: a function it needs is missing",
               "harness": "the grader's harness failed before your code's result existed",
               "not_run": "not run: the grader stopped the exercise before this case"}
+
+
+def _score(row: dict, maximum) -> str:
+    """The final as the gradebook gets it: scaled to the assignment's points when given, the
+    raw points beside (``11.11 / 20`` then ``(10 / 18 points graded)``)."""
+    raw = f"{points(row['final'])} / {points(maximum)}"
+    if row.get("possible") is None or points(row["possible"]) == points(maximum):
+        return f"**Score: {raw}**"
+    return f"**Score: {points(row['scaled'])} / {points(row['possible'])}** ({raw} points graded)"
 
 
 def _cell(text: str) -> str:
@@ -51,10 +68,16 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
     budget = share("feedback")
     lines = [f"# {assignment}: feedback for {learner(who).markdown(budget, CELL)}", ""]
     adjustments = row.get("adjustments") or []
+    if row.get("status") == "held":  # the reason names other learners' ids: the instructor's, not said here
+        lines += ["**Score: not given yet**", "", "Your submission is held: the ids it was handed in under match "
+                  "another submission's, and your instructor decides whose it is. Nothing was graded into "
+                  "anyone's row.", ""]
+        return "\n".join(lines)
     if report is None:
-        lines += [f"**Score: {points(row['final'])} / {points(row.get('max_total', 100))}**"
+        lines += [_score(row, row.get('max_total', 100))
                   + (f" (adjusted {signed(row['adjusted'])})" if row.get("adjusted") else ""), "",
-                  "No submission was received.", ""]
+                  "No submission was received" + (" yet: the deadline has not passed." if
+                                                  row.get("status") == "not yet due" else "."), ""]
         return "\n".join(lines + _adjustments(adjustments, row))
     parts = row.get("parts") or {e["id"]: e["score"] for e in report.get("exercises", [])}
     changed = [f"graded {points(row['score'])}"] if row.get("late") or row.get("adjusted") else []
@@ -62,7 +85,7 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
         changed.append(row["late"])
     if row.get("adjusted"):
         changed.append(f"adjusted {signed(row['adjusted'])}")
-    lines += [f"**Score: {points(row['final'])} / {points(report.get('max_score', 100))}**"
+    lines += [_score(row, report.get('max_score', 100))
               + (f" ({'; '.join(changed)})" if changed else ""), ""]
     if report.get("error"):
         error = LearnerText(str(report["error"]).split("\n")[0], "the grader's refusal, naming the learner's")
@@ -79,7 +102,9 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
         if a.exercise in parts:
             changes[a.exercise] = changes.get(a.exercise, 0.0) + (row.get("effective") or {}).get(id(a), a.points)
     misnamed = _misnamed(intake.get("ignored") or ())
+    words = Words(WORDS_BYTES, EXERCISE_WORDS_BYTES)
     for ex in report.get("exercises", []):
+        words.exercise()
         status = ex["status"]
         if status == "not attempted" and MODULE_OF.get(ex["id"]) in misnamed:  # attempted, under another name
             named = LearnerText(misnamed[MODULE_OF[ex["id"]]], "a file's name in the submission")
@@ -87,7 +112,7 @@ def to_markdown(who: LearnerText, report: dict | None, row: dict, assignment: st
         status += (f" (graded {points(ex['score'])}, adjusted {signed(changes[ex['id']])})"
                                  if changes.get(ex["id"]) else "")
         lines.append(f"| `{ex['id']}` | {points(parts.get(ex['id'], ex['score']))}/{points(ex['max_score'])} "
-                     f"| {status} | {'<br>'.join(_shown(f, budget) for f in _findings(ex)) or '-'} |")
+                     f"| {status} | {'<br>'.join(_shown(f, words) for f in _findings(ex)) or '-'} |")
     lines.append(f"| **total** | **{points(row['score'])}/{points(report.get('max_score', 100))}** | | |")
     lines += [""] + _adjustments(adjustments, row)
     lines += ["Cases are drawn at random and kept hidden; the self-check in the course "
@@ -138,8 +163,10 @@ def _files(names: list, budget) -> str:
     return "; ".join(LearnerText(n, "a file's name in the submission").markdown(budget, CELL) for n in names)
 
 
-def _shown(finding, budget) -> str:
-    return finding.markdown(budget, NOTE_CHARS) if isinstance(finding, LearnerText) else markdown(finding)
+def _shown(finding, words: Words) -> str:
+    """A finding as the Markdown shows it: the grader's words, values of the hidden cases left out
+    ("…"), the learner's words within ``words`` (``said.render``, the one renderer)."""
+    return render(finding, "markdown", words)
 
 
 def _said(cause: dict) -> str:
@@ -196,7 +223,7 @@ def _findings(ex: dict) -> list:
     failed = [c["name"] for c in ex.get("cases", []) if not c.get("passed") and not c.get("diagnosis")]
     if failed and ex.get("status") in ("partial", "failed"):
         said.append("failing cases: " + ", ".join(failed))
-    said += [LearnerText(f"note: {n}", "a note on the learner's code") for n in ex.get("notes", [])]
+    said += [f"note: {n}" for n in ex.get("notes", [])]  # the grader's notes (the learner's words in slots)
     return said
 
 

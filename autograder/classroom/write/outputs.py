@@ -14,6 +14,8 @@
 * ``class.json``: how many learners this run graded; a later run that would grade fewer is
   refused before writing anything (``--allow-fewer`` replaces them); ``stale/``: the feedback
   and reports of learners an earlier run had and this one does not (:mod:`.runs`);
+* ``held.csv``: the submissions held (their identity is ambiguous: :mod:`..intake`), a row
+  each with its submitters and why; graded into nobody's row (the batch's exit status is 3);
 * ``history.csv``: the first run's final scores, then each final score a later run changed
   (a learner added or removed too), with before, after and the reason (:mod:`.runs`);
 * ``extensions.csv``, ``adjustments.csv``, ``roster.csv``: copies of ``--extensions``,
@@ -33,8 +35,13 @@ atomically (:mod:`..files`).
 """
 from __future__ import annotations
 
+import csv
+import io
 import multiprocessing
 from pathlib import Path
+
+from ...inert import LearnerText, learner
+from ..budget import CELL, share
 
 from .. import files
 from . import runs, summary
@@ -51,7 +58,7 @@ def annotate(report: dict, learner: str, submission) -> None:
 
 
 def write_outputs(out: Path, result, ready, rows: list[dict], *, assignment: str, similarity: bool,
-                  anonymize: bool, progress: bool, console, warn, ahead) -> None:
+                  anonymize: bool, progress: bool, console, warn, ahead, possible: float | None = None) -> None:
     """The class's files of ``result`` (a ``batch.BatchResult``, its outcomes in order) into
     ``out``; ``ready``: what :mod:`..intake` read; ``rows``: a row per learner, the gradebook's
     rules applied (:func:`..rules.rows.class_rows`); ``ahead``: the process that may draw the
@@ -62,7 +69,8 @@ def write_outputs(out: Path, result, ready, rows: list[dict], *, assignment: str
     drawing = (ahead.draw(stats, out / "summary.png") if ahead else None) or _beside(summary.plot, stats,
                                                                                       out / "summary.png")
     runs.log_changes(out, rows, warn)  # before grades.csv is replaced
-    write_class_files(out, rows, reports, assignment, result.seed)
+    write_class_files(out, rows, reports, assignment, result.seed, possible)
+    files.write_atomic(out / HELD, held_csv(ready.held))
     for name, text in ready.controls.items():  # kept for the next run (controls.py)
         files.write_atomic(out / name, text)
     runs.move_stale(out, rows, ready.submissions, warn)
@@ -89,6 +97,23 @@ def write_outputs(out: Path, result, ready, rows: list[dict], *, assignment: str
     if drawing.exitcode != 0:
         warn(f"{out / 'summary.png'} could not be drawn (exit status {drawing.exitcode}); "
              "the other files are complete")
+
+
+HELD = "held.csv"
+
+
+def held_csv(held: list[dict]) -> str:
+    """``held.csv``: a row per held submission: its own name, its submitters as they gave
+    themselves (learner text: escaped for a spreadsheet, within a share), why it is held."""
+    text = io.StringIO()
+    w = csv.writer(text)
+    w.writerow(["submission", "submitters", "reason"])
+    for h in held:
+        budget = share(HELD)
+        w.writerow([learner(LearnerText(h["submission"], "submission's own name")).csv(budget, CELL),
+                    " + ".join(learner(LearnerText(s, "submitter id")).csv(budget, CELL) for s in h["submitters"]),
+                    learner(LearnerText(h["reason"], "why held, naming ids")).csv(budget)])
+    return text.getvalue()
 
 
 def _stdout():

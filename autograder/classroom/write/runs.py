@@ -23,7 +23,8 @@ from ...inert import learner, spreadsheet
 from ...scoring import points
 from .. import files
 from ..budget import CELL, share
-from .classfiles import file_name
+from ...scoring import round_points
+from .classfiles import canvas_cell, file_name
 from ..intake.controls import signed
 from ..intake.previous import RECORD, graded_learners
 
@@ -84,15 +85,17 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
     changed = []
     for r, cell in cells:
         old = before.get(cell)
+        replaces = ("; replaces " + ", ".join(f"{f} ({t.isoformat(timespec='seconds')})" for f, t in r["older"])
+                    if r.get("older") else "")
         if first:
-            changed.append((cell, "", points(r["final"]), r["status"], "first run"))
+            changed.append((cell, "", _final(r), r["status"], "first run" + replaces))
         elif old is None:
-            changed.append((cell, "", points(r["final"]), r["status"], "added (roster change or a new submitter)"))
-        elif old.get("final") != points(r["final"]):
-            changed.append((cell, old.get("final", ""), points(r["final"]), r["status"], _reasons(old, r)))
+            changed.append((cell, "", _final(r), r["status"], "added (roster change or a new submitter)" + replaces))
+        elif _old_final(old) != _final(r) or old.get("status") != r["status"]:
+            changed.append((cell, _old_final(old), _final(r), r["status"], _reasons(old, r) + replaces))
     for cell, old in before.items():  # as the last grades.csv wrote them: escaped already
         if cell not in now:
-            changed.append((cell, old.get("final", ""), "", "removed",
+            changed.append((cell, _old_final(old), "", "removed",
                             "removed (roster change, or their submission is gone)"))
     if not changed:
         return 0
@@ -102,6 +105,25 @@ def log_changes(out: Path, rows: list[dict], warn) -> int:
              + ", ".join(f"{x} {o or '-'} -> {n or '-'} ({why.split(' (')[0]})" for x, o, n, _, why in changed[:5])
              + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
     return 0 if first else len(changed)
+
+
+def _final(row: dict) -> str:
+    """A row's final as Canvas gets it (blank when it gives none yet), the raw points beside
+    when the assignment's points scale it: ``11.11 (10/18 raw)``."""
+    canvas = canvas_cell(row)
+    if row.get("possible") is None or not canvas or round_points(row["possible"]) == round_points(row["max_total"]):
+        return canvas
+    return f"{canvas} ({points(row['final'])}/{points(row['max_total'])} raw)"
+
+
+def _old_final(old: dict) -> str:
+    """:func:`_final` of a row of the last ``grades.csv`` (one written before its ``canvas``
+    column: its final)."""
+    if "canvas" not in old:
+        return old.get("final", "")
+    if not old["canvas"] or old.get("points_possible") == old.get("max_total"):
+        return old["canvas"]
+    return f"{old['canvas']} ({old.get('final', '')}/{old.get('max_total', '')} raw)"
 
 
 def _reasons(old: dict, row: dict) -> str:
@@ -119,6 +141,9 @@ def _reasons(old: dict, row: dict) -> str:
         why.append("extension" if "extended deadline" in old.get("late_penalty", "") + row["late"] else "late policy")
     if adjusted:
         why.append("adjustment")
+    if old.get("status") != row["status"] and row["status"] in ("not yet due", "held", "no trusted time") \
+            or old.get("status") in ("not yet due", "held", "no trusted time"):
+        why.append(f"status: {old.get('status', '')} -> {row['status']}")
     return ", ".join(why) or "regrade"
 
 
