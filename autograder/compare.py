@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .isolation.drivers.core import META_KEYS
+from .said import slot, value as case_value
 from .spec import Case
 
 
@@ -50,7 +51,8 @@ def number(x):
 
 
 def _a(noun):
-    return f"an {noun}" if noun[:1].lower() in "aeiou" or noun.startswith("nd") else f"a {noun}"
+    word = noun.lstrip("\x0e")  # a slot's mark (said.slot) is not the word's first letter
+    return f"an {noun}" if word[:1].lower() in "aeiou" or word.startswith("nd") else f"a {noun}"
 
 
 def compare_arrays(name, got, expected, rtol, atol, sizes=None):
@@ -71,7 +73,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
         if wrong.size:
             at = array_index(wrong[0], got.shape)
             return (f"{name} is wrong at {wrong.size} of {got.size} entries, first at index {at}: "
-                    f"got {bool(got[at])}, expected {bool(expected[at])}")
+                    f"got {case_value(bool(got[at]))}, expected {case_value(bool(expected[at]))}")
         return None
     if got.dtype != expected.dtype:
         if np.issubdtype(expected.dtype, np.floating) and np.issubdtype(got.dtype, np.floating):
@@ -86,7 +88,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
         bad = np.flatnonzero(bad & ~same_special)
         if bad.size:
             return (f"{name} has {label} at {bad.size} of {g.size} entries, first at index "
-                    f"{array_index(bad[0], g.shape)} (expected {number(e.flat[bad[0]])})")
+                    f"{array_index(bad[0], g.shape)} (expected {case_value(number(e.flat[bad[0]]))})")
     with np.errstate(invalid="ignore", over="ignore"):
         # Where only the expected value is NaN/inf the error counts as infinite.
         err = np.where(same_special, 0.0, np.where(np.isfinite(e), np.abs(g - e), np.inf))
@@ -94,8 +96,8 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
     if bad.any():
         worst = int(np.argmax(np.where(bad, err, -1.0)))
         return (f"{name} differs from the reference at {int(bad.sum())} of {g.size} entries; the largest "
-                f"error is {number(err.flat[worst])} at {_where(worst, g.shape, sizes)} (got {number(g.flat[worst])}, expected "
-                f"{number(e.flat[worst])}; tolerance rtol={rtol:g}, atol={atol:g})")
+                f"error is {case_value(number(err.flat[worst]))} at {_where(worst, g.shape, sizes)} (got {case_value(number(g.flat[worst]))}, "
+                f"expected {case_value(number(e.flat[worst]))}; tolerance rtol={rtol:g}, atol={atol:g})")
     return None
 
 
@@ -115,34 +117,36 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             return f"{name} is {_a(type(got).__name__)}, expected a dict"
-        for key, value in expected.items():
-            if name == "grads" and got.get(key) is None and value is not None:
+        for key, item in expected.items():
+            if name == "grads" and got.get(key) is None and item is not None:
                 return (f"no gradient reached {key}: is something detached on the way to the output "
                         f"(.detach(), .numpy(), torch.no_grad(), a new tensor)?")
             label = f"{DICT_LABELS[name]} {key}" if name in DICT_LABELS else f"{name}[{key}]"
-            message = compare_values(label, got.get(key), value, rtol, atol, sizes)
+            message = compare_values(label, got.get(key), item, rtol, atol, sizes)
             if message:
                 return message
         return None
     if name == "raises":  # call_raises: what the call did with inputs it must refuse
-        return None if got == expected else f"raised {str(got)[:80]} where it must raise {expected}"
+        return None if got == expected else f"raised {slot(got, 80)} where it must raise {expected}"
     if expected is None:
-        return None if got is None else f"{name} is {got!r}, expected None"
+        return None if got is None else f"{name} is {case_value(repr(got)[:80])}, expected None"
     if got is None:
         return f"{name} is None"
-    if isinstance(expected, (bool, list, str)):
-        return None if _same(got, expected) else f"{name} is {got!r}, expected {expected!r}"[:300]
+    if isinstance(expected, str):  # a dtype's or a type's name: the grader's word; what came back is the child's
+        return None if _same(got, expected) else f"{name} is {slot(repr(got), 120)}, expected {expected[:120]!r}"
+    if isinstance(expected, (bool, list)):
+        return None if _same(got, expected) else f"{name} is {case_value(repr(got)[:120])}, expected {case_value(repr(expected)[:120])}"
     if isinstance(expected, int):
         if isinstance(got, np.ndarray) and got.shape == () and np.issubdtype(got.dtype, np.integer):
             got = int(got)  # a NumPy integer scalar counts as the int it holds
         if type(got) is not int:
             return f"{name} is {_a(type(got).__name__)}, expected an int"
-        return None if got == expected else f"{name} is {got}, expected {expected}"
+        return None if got == expected else f"{name} is {case_value(got)}, expected {case_value(expected)}"
     if isinstance(expected, float):
         if type(got) not in (int, float):
             return f"{name} is {_a(type(got).__name__)}, expected a float"
-        return None if np.isclose(got, expected, rtol=rtol, atol=atol) else f"{name} is {got}, expected {expected}"
-    return None if _same(got, expected) else f"{name} is {got!r}, expected {expected!r}"[:300]
+        return None if np.isclose(got, expected, rtol=rtol, atol=atol) else f"{name} is {case_value(got)}, expected {case_value(expected)}"
+    return None if _same(got, expected) else f"{name} is {case_value(repr(got)[:120])}, expected {case_value(repr(expected)[:120])}"
 
 
 def _same(got, expected):
@@ -159,9 +163,10 @@ def _what(data):
         return "nothing"
     if kind == "NoneType":
         return "None"
+    count = data.get("len") if type(data.get("len")) is int else "?"  # the child's to say: a count, or nothing
     if kind in ("tuple", "list"):
-        return f"a {kind} of {data.get('len')} value{'s' * (data.get('len') != 1)}"
-    return _a(str(kind))
+        return f"a {kind} of {count} value{'s' * (count != 1)}"
+    return _a(slot(kind, 40))
 
 
 def compare_outputs(got, expected, case: Case, check_inputs=False):
@@ -179,14 +184,14 @@ def compare_outputs(got, expected, case: Case, check_inputs=False):
             if message:
                 return message
     if isinstance(got.get("_harness"), str) and "_harness" not in expected:
-        return got["_harness"]  # the harness failed before the learner's result existed (a bug's may too)
+        return slot(got["_harness"], 300)  # the harness failed before the learner's result existed (a bug's may too)
     missing = [k for k in names if k not in got]
     if missing and "result_type" in expected:
         want = expected.get("types", {})
         same_form = got.get("result_type") == expected["result_type"] and got.get("len") == expected.get("len")
         if same_form or (got.get("result_type") in ("tuple", "list") and got.get("len") == expected.get("len")):
             k = missing[0]
-            return f"{k} is {_a(str(got.get('types', {}).get(k, '?')))}, expected {_a(want.get(k, 'ndarray'))}"
+            return f"{k} is {_a(slot(got.get('types', {}).get(k, '?'), 40))}, expected {_a(want.get(k, 'ndarray'))}"
         form = "(" + ", ".join(want) + ")" if len(want) > 1 else ""
         return f"returned {_what(got)}, expected {_what(expected)} {form}".rstrip()
     if missing:

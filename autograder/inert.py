@@ -133,12 +133,16 @@ class LearnerText:
     def lines(self) -> list[LearnerText]:
         return [LearnerText(line, self.origin) for line in self._text.splitlines()]
 
-    def _cut(self, budget: Budget | None, cap: int | None) -> str:
+    def _cut(self, budget: Budget | None, cap: int | None, fmt: str = "text") -> str:
+        """Inert, escaped for ``fmt``, and cut to the BYTES of UTF-8 that ``cap`` and ``budget``
+        grant (after the escaping: a CJK character costs 3, an ``&amp;`` 5)."""
+        from .said import cut_bytes
+
         text = inert(" ".join(self._text.split()))
-        limit = min(x for x in (cap, budget.left if budget else None, len(text)) if x is not None)
-        shown = excerpt(text, limit) if len(text) > limit else text
+        limits = [x for x in (cap, budget.left if budget else None) if x is not None]
+        shown, size = cut_bytes(text, fmt, max(0, min(limits)) if limits else 1 << 62)
         if budget is not None:
-            budget.left -= len(shown)
+            budget.left -= size
         return shown
 
     def terminal(self, budget: Budget | None = None, cap: int | None = None) -> str:
@@ -149,10 +153,10 @@ class LearnerText:
         return self._cut(budget, cap)
 
     def markdown(self, budget: Budget | None = None, cap: int | None = None) -> str:
-        return markdown(self._cut(budget, cap))
+        return self._cut(budget, cap, "markdown")
 
     def html(self, budget: Budget | None = None, cap: int | None = None) -> str:
-        return "".join(_HTML.get(c, c) for c in self._cut(budget, cap)).replace("'", "&#x27;")
+        return self._cut(budget, cap, "html")
 
     def csv(self, budget: Budget | None = None, cap: int | None = None) -> str:
         """A CSV cell a spreadsheet opens as text: :func:`spreadsheet`, numbers left as they are."""
@@ -160,7 +164,7 @@ class LearnerText:
 
 
 class Budget:
-    """The characters of learner text one output of one learner has left."""
+    """The bytes of learner text (UTF-8, after the output's escaping) one output of one learner has left."""
 
     def __init__(self, chars: int):
         self.left = chars

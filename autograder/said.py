@@ -83,18 +83,18 @@ def said(template: str, **fields) -> str:
     return template.format(**filled)
 
 
-def clean(text) -> str:
+def clean(text, *, newlines: bool = False) -> str:
     """``text`` inert, keeping the marks of well-formed parts: a mark outside one (a learner's
     stray ``\\x0f`` that would end a slot early) is escaped like any other control."""
     text = text if type(text) is str else str(text)
     if not any(m in text for m in MARKS):
-        return inert(text, newlines=True)
+        return inert(text, newlines=newlines)
     out = []
     for piece in _PART.split(text):
         if piece and piece[0] in (OPEN, VALUE) and _PART.fullmatch(piece):
             out.append(piece[0] + inert(piece[1:-1]) + piece[-1])
         else:
-            out.append(inert(piece, newlines=True))
+            out.append(inert(piece, newlines=newlines))
     return "".join(out)
 
 
@@ -192,7 +192,7 @@ def render(text, fmt: str, budget: Budget | None = None, *, values: bool = False
         text = slot(text._text)
     elif type(text) is not str:
         raise TypeError(f"render takes the grader's str or LearnerText, not {type(text).__name__}")
-    text = clean(text)
+    text = clean(text, newlines=True)
     out = []
     for piece in _PART.split(text):
         if not piece:
@@ -217,5 +217,5 @@ def render(text, fmt: str, budget: Budget | None = None, *, values: bool = False
 
 def learner_bytes(text) -> int:
     """The bytes of UTF-8 in ``text``'s learner slots (what a budget counts before escaping)."""
-    return sum(len(p[1:-1].encode("utf-8", "surrogatepass")) for p in _PART.split(clean(text))
+    return sum(len(p[1:-1].encode("utf-8", "surrogatepass")) for p in _PART.split(clean(text, newlines=True))
                if p and p[0] == OPEN)

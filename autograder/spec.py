@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from .inert import inert
+from .said import clean
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,9 @@ class CaseResult:
 
     def __post_init__(self):
         # Its feedback may quote the learner's output (a type's name, a string): inert here,
-        # so every writer of a report inherits it.
-        self.feedback = inert(self.feedback)
+        # so every writer of a report inherits it; the learner's words in it stay in their slots
+        # (``said.py``), which every writer renders under the learner's budget.
+        self.feedback = clean(self.feedback)
 
 
 STATUSES = ("passed", "partial", "failed", "not attempted", "error", "timed out")
@@ -173,8 +175,8 @@ class ExerciseResult:
     not_imported: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.feedback = inert(self.feedback)
-        self.notes = [inert(n) for n in self.notes]
+        self.feedback = clean(self.feedback)
+        self.notes = [clean(n) for n in self.notes]
         self.not_imported = {inert(k): inert(v) for k, v in self.not_imported.items()}
 
 
@@ -196,11 +198,15 @@ class CaseError:
     # False where the outcome is not this case's own: the exercise's or the run's time, or the
     # exercise's message cap, ran out while it ran (the cases before it had spent them).
     own: bool = True
+    # The line of the submitted source at the file and line the error names, as the grader read
+    # it itself (``exchange.held_to_facts``), or "": what a sentence may quote of the learner's line.
+    source: str = ""
 
     def __post_init__(self):
         # The one door of the learner's words into a result (an exception's message, its type's
         # name, the learner's source line): escape sequences and other controls are made inert.
         self.message = inert(self.message)
+        self.source = inert(self.source)
 
     @property
     def ran(self) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autograder.said import plain  # the learner's words in their slots, read as text
 from autograder import scoring, selfcheck
 from autograder.grading import judge, reference
 from autograder.grading.exercises import EXERCISES, draw
@@ -121,7 +122,7 @@ def test_masked_keys_are_the_case_s_own_mask():
 
 def test_an_exception_without_a_message_says_so():
     message = "AssertionError:  (attention.py, line 40: assert x.ndim == 4)"
-    feedback = scoring.error_feedback(CaseError("exception", message))
+    feedback = plain(scoring.error_feedback(CaseError("exception", message)))
     assert feedback == "raised AssertionError (with no message) (attention.py, line 40: assert x.ndim == 4)"
 
 
@@ -132,7 +133,7 @@ def test_a_harness_that_cannot_run_the_pruned_layer_says_so_and_names_the_dtype(
     float32 = next(c for c in result.cases if c.name.startswith("float32 layer"))
     float64 = next(c for c in result.cases if c.name.startswith("float64 layer"))
     assert float32.passed
-    assert "W_q.weight is 'float32', expected 'float64'" in float64.feedback, float64.feedback
+    assert "W_q.weight is 'float32', expected 'float64'" in plain(float64.feedback), float64.feedback
     assert "is a str" not in result.feedback
     # Every failing case is explained by the known bug: no minimal-pair sentence repeats it.
     assert result.feedback.startswith("Your pruned layer's weights are float32 in a float64 layer"), result.feedback
@@ -155,7 +156,7 @@ def test_every_cause_is_named_once_with_its_count():
     assert reference_masked_softmax is not None
     result = judge.judge_in_process(EXERCISES["scaled_dot_product_attention"], four_d_only_nan_rows)
     assert result.feedback.startswith("Your output matches attention with -inf filled in and no guard")
-    assert "Raised ValueError: axes don't match array" in result.feedback
+    assert "Raised ValueError: axes don't match array" in plain(result.feedback)
     assert "keep the input's dtype" in result.feedback  # np.where(..., -np.inf) makes float32 float64
     assert result.feedback.count("failing cases") == 3, result.feedback
     for case in result.cases:  # the case names describe inputs; the cause is in the feedback

@@ -15,6 +15,7 @@ own parse of the sources (:func:`held_to_facts`, ``facts.py``).
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import socket
@@ -424,8 +425,25 @@ def held_to_facts(outputs: list, sources: dict, module: str, exercise: str, fail
             output = CaseError("exception", "NotImplementedError" + (f": {output.message}" if output.message else ""))
         elif isinstance(output, CaseError) and output.kind == "not_implemented":
             output = CaseError("not_implemented", "")  # the grader's words alone: none of the child's
+        if isinstance(output, CaseError) and output.kind == "exception":
+            output = CaseError(output.kind, output.message, output.own, source=source_line(output.message, sources))
         held.append(output)
     return held
+
+
+_AT = re.compile(r" \((\w+)\.py, line (\d{1,9})")
+
+
+def source_line(message: str, sources: dict) -> str:
+    """The line of the submitted source at the file and line an error's message names, as the
+    grader reads it (stripped, at most 120 characters), or "": a sentence about the learner's
+    line quotes this, never the child's account of it (which may say anything)."""
+    found = _AT.search(message or "")
+    if not found or found[1] not in sources:
+        return ""
+    lines = sources[found[1]].splitlines()
+    number = int(found[2])
+    return lines[number - 1].strip()[:120] if 0 < number <= len(lines) else ""
 
 
 def over_cpu(ended: str, case_cpu: float, module: str) -> CaseError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..said import slot
 from ..spec import CaseError, CaseResult
 
 # What a CaseError of each kind tells the learner; {} is the pipeline's message (for an
@@ -32,12 +33,14 @@ def error_feedback(error: CaseError) -> str:
     message = re.sub(r"^(\w+):\s*(?=\(|$)", r"\1 (with no message) ", error.message or "").strip()
     if error.kind == "import":  # "masking.py: SyntaxError: ..." -> which file, then why
         found = re.match(r"(\w+\.py): (.*)$", message, re.S)
-        if found:
-            return f"not graded: your file {found[1]} does not import: {found[2]}"
+        if found:  # the file is the grader's (a module of the submission), why is the child's
+            return f"not graded: your file {found[1]} does not import: {slot(found[2], 300)}"
     if error.kind == "exception":
         rejected = _rejected_call(message)
         if rejected:
             return rejected
+    if message and error.kind in ("exception", "import", "garbage"):  # the learner's process's words
+        message = slot(message, 300)
     return ERROR_FEEDBACK.get(error.kind, error.kind + ": {}").format(message or "no details")
 
 
@@ -49,8 +52,8 @@ def _rejected_call(message: str) -> str | None:
     if not found:
         return None
     name, why, file, line, code = found.groups()
-    where = f" at {file} line {line}" + (f" (`{code}`)" if code else "") if file else ""
-    return f"your call to {name}{where} passed arguments it cannot take: {why}"
+    where = f" at {slot(file, 40)} line {line}" + (f" (`{slot(code, 120)}`)" if code else "") if file else ""
+    return f"your call to {slot(name, 60)}{where} passed arguments it cannot take: {slot(why, 300)}"
 
 
 # The kind of a mismatch, from the sentence that states it (grouping causes, never shown).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..said import slot
 from ..spec import Case, CaseError
 from .causes import sentence
 from .diagnoses import MATCH
@@ -22,8 +23,11 @@ def _raised_at(error: CaseError | None) -> str | None:
     found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d+)(?:: (.*))?\)$", error.message or "", re.S)
     if not found:
         return None
-    kind, file, line, code = found.groups()
-    return f"{kind} at {file} line {line}" + (f" (`{code}`)" if code else "")
+    kind, file, line, _ = found.groups()
+    # The type and the file are the child's to say; the line's code is the grader's own read of
+    # the submitted source at that line (``exchange.held_to_facts``), never the child's words.
+    code = getattr(error, "source", "")
+    return f"{slot(kind, 60)} at {slot(file, 40)} line {line}" + (f" (`{slot(code, 120)}`)" if code else "")
 
 
 # A case's features key marking it as an intervention: ``[name of the graded case it copies,
@@ -210,13 +214,18 @@ LINE_FACTS = (
 
 
 def line_facts(errors: list[CaseError]) -> list[str]:
+    """Facts about the line of the learner's code that raised, read from the submitted source by
+    the grader itself at the line the error names (``CaseError.source``), never from the child's
+    message (whose words could hold anything, a hidden case's inputs included)."""
     facts = []
     for error in errors:
-        found = re.search(r", line \d+: (.*)\)$", error.message or "", re.S)
-        for pattern, text in LINE_FACTS if found else ():
-            match = pattern.search(found[1])
-            if match and sentence(text.format(*match.groups())) + "." not in facts:
-                facts.append(sentence(text.format(*match.groups())) + ".")
+        code = getattr(error, "source", "") if error.kind == "exception" else ""
+        for pattern, text in LINE_FACTS if code else ():
+            match = pattern.search(code)
+            if match:
+                fact = sentence(text.format(*(slot(g, 40) for g in match.groups()))) + "."
+                if fact not in facts:
+                    facts.append(fact)
     return facts
 
 
