@@ -32,7 +32,7 @@ def rotate_every_two(x):
     x1 = x[..., ::2]
     x2 = x[..., 1::2]
     x = torch.stack((-x2, x1), dim=-1)
-    return x.flatten(-2)  # in einsum notation: rearrange(x, '... d j -> ... (d j)')
+    return x.flatten(-2)
 
 
 def apply_rope(x, offset=0, base=10000.0):

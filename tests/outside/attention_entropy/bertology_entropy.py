@@ -20,7 +20,6 @@ OUTSIDE = {
 
 
 def entropy(p):
-    """Compute the entropy of a probability distribution"""
     plogp = p * torch.log(p)
     plogp[p == 0] = 0
     return -plogp.sum(dim=-1)

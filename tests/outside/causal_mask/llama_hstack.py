@@ -28,10 +28,6 @@ def _llama_mask(seqlen, start_pos):
     if seqlen > 1:
         mask = torch.full((seqlen, seqlen), float("-inf"))
         mask = torch.triu(mask, diagonal=1)
-        # When performing key-value caching, we compute the attention scores
-        # only for the new sequence. Thus, the matrix of scores is of size
-        # (seqlen, cache_len + seqlen), and the only masked entries are (i, j) for
-        # j > cache_len + i, since row i corresponds to token cache_len + i.
         mask = torch.hstack([torch.zeros((seqlen, start_pos)), mask])
     return mask
 

@@ -22,7 +22,7 @@ OUTSIDE = {
 
 def create_look_ahead_mask(size):
     mask = 1 - np.tril(np.ones((size, size), dtype=np.float32))
-    return mask  # (seq_len, seq_len)
+    return mask
 
 
 def causal_mask(num_queries, num_keys=None):

@@ -27,21 +27,14 @@ _BLOCK_SIZE = 1 << 20
 @torch.no_grad()
 def _nanogpt_generate(model, idx, max_new_tokens, temperature=1.0, top_k=None):
     for _ in range(max_new_tokens):
-        # if the sequence context is growing too long we must crop it at block_size
         idx_cond = idx if idx.size(1) <= _BLOCK_SIZE else idx[:, -_BLOCK_SIZE:]
-        # forward the model to get the logits for the index in the sequence
         logits = model(idx_cond)
-        # pluck the logits at the final step and scale by desired temperature
         logits = logits[:, -1, :] / temperature
-        # optionally crop the logits to only the top k options
         if top_k is not None:
             v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
             logits[logits < v[:, [-1]]] = -float('Inf')
-        # apply softmax to convert logits to (normalized) probabilities
         probs = F.softmax(logits, dim=-1)
-        # sample from the distribution
         idx_next = torch.multinomial(probs, num_samples=1)
-        # append sampled index to the running sequence and continue
         idx = torch.cat((idx, idx_next), dim=1)
     return idx
 

@@ -32,7 +32,6 @@ def head_importance(model, batches, loss_fn, normalize=True, head_mask=None):
         loss = loss_fn(model(x, head_mask=head_mask), y)
         loss.backward()
         head_importance += head_mask.grad.abs().detach() / len(batches)
-        # Clear the gradients in case of potential overflow.
         head_mask.grad = None
         model.zero_grad()
     if normalize:

@@ -32,14 +32,11 @@ def compute_heads_importance(model, batches, loss_fn, head_mask=None, normalize=
     head_mask.requires_grad_(requires_grad=True)
     tot_tokens = 0.0
     for x, y in batches:
-        # Do a forward pass (not with torch.no_grad() since we need gradients for importance score)
         loss = loss_fn(model(x, head_mask=head_mask), y)
-        loss.backward()  # Backpropagate to populate the gradients in the head mask
+        loss.backward()
         head_importance += head_mask.grad.abs().detach()
         tot_tokens += float(x.shape[0] * x.shape[1])
-    # Normalize
     head_importance /= tot_tokens
-    # Layerwise importance normalization
     if normalize:
         exponent = 2
         norm_by_layer = torch.pow(torch.pow(head_importance, exponent).sum(-1), 1 / exponent)

@@ -22,7 +22,6 @@ OUTSIDE = {
 
 
 def transpose_output(X, num_heads):
-    """Reverse the operation of transpose_qkv."""
     X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])
     X = X.permute(0, 2, 1, 3)
     return X.reshape(X.shape[0], X.shape[1], -1)

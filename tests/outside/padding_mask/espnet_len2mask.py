@@ -23,7 +23,7 @@ OUTSIDE = {
 
 def len2mask(length, max_len=None, dtype=None):
     if max_len is None:
-        max_len = length.max().long().item()  # using arange to generate mask
+        max_len = length.max().long().item()
     mask = torch.arange(max_len, device=length.device, dtype=length.dtype).expand(
         len(length), max_len) < length.unsqueeze(1)
     if dtype is None:

@@ -28,9 +28,8 @@ OUTSIDE = {
 
 def find_pruneable_heads_and_indices(heads, n_heads, head_size, already_pruned_heads):
     mask = torch.ones(n_heads, head_size)
-    heads = set(heads) - already_pruned_heads  # Convert to set and remove already pruned heads
+    heads = set(heads) - already_pruned_heads
     for head in heads:
-        # Compute how many pruned heads are before the head and move the index accordingly
         head = head - sum(1 if h < head else 0 for h in already_pruned_heads)
         mask[head] = 0
     mask = mask.view(-1).contiguous().eq(1)
@@ -65,12 +64,10 @@ def prune_heads(layer, heads):
     if len(heads) == 0:
         return layer
     heads, index = find_pruneable_heads_and_indices(heads, layer.num_heads, layer.head_dim, layer.pruned_heads)
-    # Prune linear layers
     layer.W_q = prune_linear_layer(layer.W_q, index)
     layer.W_k = prune_linear_layer(layer.W_k, index)
     layer.W_v = prune_linear_layer(layer.W_v, index)
     layer.W_o = prune_linear_layer(layer.W_o, index, dim=1)
-    # Update hyper params and store pruned heads
     layer.num_heads = layer.num_heads - len(heads)
     layer.pruned_heads = layer.pruned_heads.union(heads)
     return layer

@@ -23,5 +23,4 @@ def repeat_kv(x, n_rep):
     if n_rep == 1:
         return x
     b_sz, n_kv_head, seq_len, head_dim = x.shape
-    # Using cat is faster than a broadcast as it avoids going through a potentially strided copy.
     return torch.cat([x] * n_rep, dim=2).reshape(b_sz, n_kv_head * n_rep, seq_len, head_dim)

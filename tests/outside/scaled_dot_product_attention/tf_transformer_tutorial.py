@@ -21,17 +21,15 @@ OUTSIDE = {
 }
 
 
-def _tf_softmax(x, axis=-1):  # tf.nn.softmax: stable (max-shifted)
+def _tf_softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def _tutorial_sdpa(q, k, v, mask):
-    matmul_qk = np.matmul(q, np.swapaxes(k, -1, -2))  # tf.matmul(q, k, transpose_b=True)
-    # scale matmul_qk
-    dk = np.float32(k.shape[-1])  # tf.cast(tf.shape(k)[-1], tf.float32)
+    matmul_qk = np.matmul(q, np.swapaxes(k, -1, -2))
+    dk = np.float32(k.shape[-1])
     scaled_attention_logits = matmul_qk / np.sqrt(dk)
-    # add the mask to the scaled tensor.
     if mask is not None:
         scaled_attention_logits += (mask * -1e9)
     attention_weights = _tf_softmax(scaled_attention_logits, axis=-1)

@@ -31,7 +31,6 @@ def get_embedding(num_embeddings, embedding_dim, padding_idx=None, base=10000.0,
     emb = torch.arange(offset, offset + num_embeddings, dtype=torch.float).unsqueeze(1) * emb.unsqueeze(0)
     emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=1).view(num_embeddings, -1)
     if embedding_dim % 2 == 1:
-        # zero pad
         emb = torch.cat([emb, torch.zeros(num_embeddings, 1)], dim=1)
     if padding_idx is not None:
         emb[padding_idx, :] = 0

@@ -35,7 +35,7 @@ def get_timing_signal_1d(length, channels, min_timescale=1.0, max_timescale=1.0e
     scaled_time = position[:, None] * inv_timescales[None, :]
     signal = torch.cat([torch.sin(scaled_time), torch.cos(scaled_time)], dim=1)
     signal = torch.nn.functional.pad(signal, (0, channels % 2))
-    return signal[None]  # [1, length, channels]
+    return signal[None]
 
 
 def sinusoidal_positions(length, dim, offset=0, base=10000.0):

@@ -24,7 +24,7 @@ OUTSIDE = {
 def _d2l_softmax(X):
     X_exp = torch.exp(X)
     partition = X_exp.sum(1, keepdims=True)
-    return X_exp / partition  # The broadcasting mechanism is applied here
+    return X_exp / partition
 
 
 def softmax(x, axis=-1):

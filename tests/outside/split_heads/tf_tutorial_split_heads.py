@@ -22,9 +22,6 @@ OUTSIDE = {
 
 
 def _tutorial_split_heads(x, batch_size, num_heads, depth):
-    """Split the last dimension into (num_heads, depth).
-    Transpose the result such that the shape is (batch_size, num_heads, seq_len, depth)
-    """
     x = np.reshape(x, (batch_size, -1, num_heads, depth))
     return np.transpose(x, (0, 2, 1, 3))
 
