@@ -269,9 +269,11 @@ def _ambiguous(claims: dict[str, list], ambiguous: dict[str, list[str]]) -> dict
 def _renamed(export, identity: dict[str, str]):
     if export is None:
         return None
-    return gradescope_export.Export(export.root, {identity[n]: p for n, p in export.submissions.items()},
-                                    {identity[n]: w for n, w in export.submitters.items()},
-                                    {identity[n]: t for n, t in export.created.items()})
+    # the held submissions have no name in the class files: they are in none of them
+    return gradescope_export.Export(export.root, {identity[n]: p for n, p in export.submissions.items()
+                                                  if n in identity},
+                                    {identity[n]: w for n, w in export.submitters.items() if n in identity},
+                                    {identity[n]: t for n, t in export.created.items() if n in identity})
 
 
 def _controls(ready: Prepared, out: Path, extensions: Path | None, adjustments: Path | None, note, tz=None) -> None:
