@@ -120,6 +120,9 @@ REFUTED = {
     "best random orders come close": "on 4 of 6 models some random order does at least as well on average",
     "keeps only $m$ and $\\ell$": "FlashAttention's backward also keeps the output (and dropout's random state)",
     "comes from the cell above it": "256 MiB and 32 MiB were typed; sizes show their arithmetic now",
+    # Issue 44's refuting review of the chapters.
+    "given the positions in their input instead": "RoPE rotates inside the layer; biases on the scores (T5, ALiBi) are a third family",
+    "of 1,000 further random draws (the cell checks it)": "on 2 of 20 other random streams a draw misses",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.

@@ -447,3 +447,83 @@ PLANTED = {
 def test_each_property_fails_on_its_negation(name):
     with pytest.raises(AssertionError):
         PLANTED[name]()
+
+
+# ------------------------------------------------------------------ the refuting review of issue 44
+
+def lookup_misses(seeds=range(10), draws=10000):
+    """Chapter 1's lookup (cell 01-029): per random stream, the draws in which a query built from a
+    key of equal length puts its largest weight on another key (all draws of a stream at once)."""
+    from solutions import attention
+    lq, lk, d_k = 4, 6, 8
+    targets = np.array([4, 0, 5, 2])
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        keys = rng.standard_normal((draws, lk, d_k))
+        keys *= np.sqrt(d_k) / np.linalg.norm(keys, axis=-1, keepdims=True)
+        queries = 1.5 * keys[:, targets] + 0.3 * rng.standard_normal((draws, lq, d_k))
+        weights = attention.scaled_dot_product_attention(queries, keys, np.zeros((draws, lk, 1)))[1]
+        out.append(int((weights.argmax(-1) != targets).any(-1).sum()))
+    return out
+
+
+def check_lookup_misses_now_and_then(misses, draws=10000):
+    """Chapter 1: on other random streams a query now and then misses, about once in ten thousand
+    draws (between 0.2 and 3 in 10,000 over these streams), not "all" of every stream's draws."""
+    rate = sum(misses) / (draws * len(misses))
+    assert 0.2e-4 < rate < 3e-4, misses
+
+
+def test_lookup_misses_now_and_then_on_other_streams():
+    check_lookup_misses_now_and_then(lookup_misses())
+    assert "in this run (the cell checks it" in _flat(_markdown("01_attention.ipynb"))
+
+
+def test_the_intro_covers_every_chapter_and_names_the_pytorch_ones():
+    """The intro's list of what the course covers has an item per chapter of the table of contents,
+    and the chapters it says use PyTorch are those whose code imports torch."""
+    intro = (BOOK / "intro.md").read_text()
+    chapters = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
+    items = re.findall(r"^(\d+)\. \*\*", intro, re.M)
+    assert items == [str(n) for n in range(1, len(chapters) + 1)], items
+    def builds_with_torch(path):  # its exercises are PyTorch, or it runs the learner's PyTorch layer
+        text = path.read_text()
+        module = re.search(r"mha_exercises/(\w+)\.py", text).group(1)
+        exercises = (ROOT / "mha_exercises" / f"{module}.py").read_text()
+        return bool(re.search(r"^(import torch|from torch)", exercises, re.M)) or "MultiHeadAttention" in text
+
+    uses_torch = [int(p.name[:2]) for p in chapters if builds_with_torch(p)]
+    assert uses_torch
+    said = re.search(r"chapters (\d+) to (\d+) also\s+use basic PyTorch", intro)
+    assert said and list(range(int(said.group(1)), int(said.group(2)) + 1)) == uses_torch, uses_torch
+
+
+def _array_shapes(obj, out):
+    if hasattr(obj, "shape") and getattr(obj, "ndim", 0) >= 1:
+        out.append(tuple(obj.shape))
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            _array_shapes(value, out)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            _array_shapes(value, out)
+    return out
+
+
+def test_most_graded_inputs_have_distinct_sizes():
+    """The intro: the grader compares on inputs of several shapes, most of them (over the cases that
+    take arrays of three axes or more) with a different size along every axis; not all of them
+    (split_heads grades L = d = 5, chapter 6's images are square)."""
+    from autograder.grading.exercises import EXERCISES
+    distinct = []
+    for exercise in EXERCISES.values():
+        for case in exercise.cases(np.random.default_rng(0)):
+            batch = [shape for shape in _array_shapes(case.inputs, []) if len(shape) >= 3]
+            if batch:
+                distinct.append(all(len(set(shape)) == len(shape) for shape in batch))
+    assert len(distinct) > 50 and sum(distinct) > len(distinct) / 2 and not all(distinct), (sum(distinct), len(distinct))
+    assert "most of them with a different size along every axis" in " ".join((BOOK / "intro.md").read_text().split())
+
+
+PLANTED["lookup"] = lambda: check_lookup_misses_now_and_then([0] * 10)  # "all" draws of every stream
