@@ -5,11 +5,16 @@ class's constructor) raises an exception of a class of its own, with the case's 
 (their first 200 bytes) written into the class's name and its message, in letters a-p, one
 per half byte. ``mha-grade SUB --gradescope`` grades it; the immediately visible outputs of
 its ``results.json`` (the top-level output and the tests of visibility ``visible``) are then
-searched for that encoding. Printed: the bytes of learner text visible at once, per
-submission and the most for one exercise; the visible bytes in all; how often "expected"
-appears there; whether the seed does. Target (exit status 1 when missed): at most
-``LEARNER_CHARS`` (150) characters of learner text in any one visible output, no "expected",
+searched for that encoding. Printed: the bytes of learner text visible at once (UTF-8 bytes,
+not characters), per submission and the most for one exercise; the DECODED bytes of the hidden
+cases' inputs that text carries (what a learner recovers from it); the visible bytes in all; how
+often "expected" appears there; whether the seed does. Target (exit status 1 when missed): at
+most ``LEARNER_CHARS`` (150) bytes of learner text in any one visible output, no "expected",
 no seed.
+
+A third learner, *cjk*, writes the same inputs in CJK characters, 14 bits each (U+4E00 on):
+150 characters of it once showed 5,145 decoded bytes at once where a count of the a-p encoding
+saw 0; every learner is now counted in bytes of UTF-8 and in decoded bytes alike.
 
 Two learners are measured: the *leaking* one above, and a *forging* one, whose exceptions
 also walk up the child's frames to the code that reports them and relabel themselves as the
@@ -17,7 +22,7 @@ grader's own kinds ("timed out", "died", "ran out of memory", "not attempted", "
 import"), each carrying the case's input, and write "did not import" records for every other
 module, carrying it too: whatever the child sends, the target is the same.
 
-    python bench/visible_text.py [--seed N] [--learner leaking|forging|both]
+    python bench/visible_text.py [--seed N] [--learner leaking|forging|cjk|all]
 
 The grader measured is the one ``python -m autograder`` imports: put another checkout first on
 ``PYTHONPATH`` to measure it (e.g. the one before this benchmark existed).
@@ -34,7 +39,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LEAK = re.compile(r"(?:LEAK|Leak)[a-p]+")
+LEAK = re.compile(r"(?:LEAK|Leak)([a-p]+|[\u4e00-\u8dff]+)")
+CJK_BITS = 14
 LEARNER_CHARS = 150  # the target: classroom/write/gradescope.py's cap (not imported: an older grader may lack it)
 
 HELPER = '''
@@ -48,6 +54,7 @@ def _leak(args, kwargs):
         except Exception:
             data += repr(value).encode()
     code = "".join(chr(97 + (b >> 4)) + chr(97 + (b & 15)) for b in data[:200])
+    CJK
     FORGE
     return type("Leak" + code[:60], (Exception,), {})("LEAK" + code)
 '''
@@ -67,11 +74,24 @@ FORGE = '''import sys
                                                           "code": "LEAK" + code[:110], "text": "LEAK" + code[:290]}'''
 
 
-def leaking_submission(directory: Path, forging: bool = False) -> Path:
+# The cjk learner's line: the same bytes, 14 bits a character from U+4E00 (Python identifiers
+# take CJK letters, so the exception class's name carries them too).
+CJK = '''bits = int.from_bytes(data[:400], "big") if data else 0
+    count = (len(data[:400]) * 8 + 13) // 14
+    code = "".join(chr(0x4E00 + ((bits >> (14 * i)) & 0x3FFF)) for i in range(count))'''
+
+
+def decoded(run: str) -> int:
+    """The bytes of the hidden inputs a run of the encoding carries: 2 letters a-p a byte, or 14
+    bits a CJK character."""
+    return len(run) // 2 if run[:1] <= "p" else len(run) * CJK_BITS // 8
+
+
+def leaking_submission(directory: Path, forging: bool = False, cjk: bool = False) -> Path:
     sys.path.insert(0, str(ROOT))
     from autograder.spec import COURSE
 
-    helper = HELPER.replace("FORGE", FORGE if forging else "", 1)
+    helper = HELPER.replace("CJK", CJK if cjk else "", 1).replace("FORGE", FORGE if forging else "", 1)
     if forging:
         helper = "_count = [0]\n" + helper
     modules: dict[str, list[str]] = {}
@@ -90,8 +110,9 @@ def measure(results: dict, seed: int) -> dict:
     default = results.get("visibility", "visible")
     visible = [results.get("output", "")] + [t.get("output", "") for t in results.get("tests", [])
                                               if t.get("visibility", default) == "visible"]
-    per_test = [sum(len(m) for m in LEAK.findall(text)) for text in visible]
+    per_test = [sum(len(m.encode()) for m in LEAK.findall(text)) for text in visible]
     return {"learner_bytes_visible": sum(per_test), "most_in_one_output": max(per_test),
+            "decoded_bytes": sum(decoded(m) for text in visible for m in LEAK.findall(text)),
             "visible_bytes": sum(len(t.encode()) for t in visible), "visible_tests": len(visible) - 1,
             "expected_visible": sum(t.count("expected") for t in visible),
             "seed_visible": str(seed) in "\n".join(visible)}
@@ -102,7 +123,7 @@ def grade(learner: str, seed: int) -> tuple[dict, str] | None:
     with tempfile.TemporaryDirectory() as tmp:
         sub = Path(tmp) / "submission"
         sub.mkdir()
-        leaking_submission(sub, forging=learner == "forging")
+        leaking_submission(sub, forging=learner == "forging", cjk=learner == "cjk")
         out = Path(tmp) / "results.json"
         env = dict(os.environ, OMP_NUM_THREADS="1")
         proc = subprocess.run([sys.executable, "-m", "autograder", str(sub), "--gradescope", str(out),
@@ -117,25 +138,26 @@ def grade(learner: str, seed: int) -> tuple[dict, str] | None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=195529710)
-    p.add_argument("--learner", choices=("leaking", "forging", "both"), default="both")
+    p.add_argument("--learner", choices=("leaking", "forging", "cjk", "all"), default="all")
     args = p.parse_args(argv)
     met = True
-    print(f"| learner | learner text visible at once (bytes) | most in one output | visible bytes | "
-          f"visible tests | 'expected' | seed | target (<= {LEARNER_CHARS} per output) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for learner in (("leaking", "forging") if args.learner == "both" else (args.learner,)):
+    print(f"| learner | learner text visible at once (UTF-8 bytes) | most in one output | decoded bytes of "
+          f"hidden inputs | visible bytes | visible tests | 'expected' | seed | target (<= {LEARNER_CHARS} per output) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for learner in (("leaking", "forging", "cjk") if args.learner == "all" else (args.learner,)):
         graded = grade(learner, args.seed)
         if graded is None:
-            print(f"| {learner} | the grader failed | | | | | | MISSED |")
+            print(f"| {learner} | the grader failed | | | | | | | MISSED |")
             met = False
             continue
         m = measure(graded[0], args.seed)
         ok = m["most_in_one_output"] <= LEARNER_CHARS and not m["expected_visible"] and not m["seed_visible"]
         met &= ok
-        print(f"| {learner} | {m['learner_bytes_visible']} | {m['most_in_one_output']} | {m['visible_bytes']} | "
+        print(f"| {learner} | {m['learner_bytes_visible']} | {m['most_in_one_output']} | {m['decoded_bytes']} | "
+              f"{m['visible_bytes']} | "
               f"{m['visible_tests']} | {m['expected_visible']} | {'VISIBLE' if m['seed_visible'] else 'not visible'} "
               f"| {'met' if ok else 'MISSED'} |")
-    print(f"target (at most {LEARNER_CHARS} per output, no expected value, no seed): {'met' if met else 'MISSED'}")
+    print(f"target (at most {LEARNER_CHARS} bytes per output, no expected value, no seed): {'met' if met else 'MISSED'}")
     return 0 if met else 1
 
 

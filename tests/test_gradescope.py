@@ -148,7 +148,7 @@ def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path,
     """tests/adversarial/leak_inputs.py writes each hidden case's input into an exception of its
     own (letters a-p) or returns a wrong value: what the learner sees at once holds at most
     LEARNER_CHARS of that text for the exercise, no expected value, no number of the cases."""
-    from autograder.classroom.write.gradescope import LEARNER_CHARS
+    from autograder.classroom.write.gradescope import DETAILS_EXERCISE_BYTES, LEARNER_CHARS
 
     code = (ROOT / "solutions" / "attention.py").read_text() + "\n\n" + \
         (ROOT / "tests" / "adversarial" / "leak_inputs.py").read_text()
@@ -156,13 +156,14 @@ def test_hidden_inputs_written_into_exceptions_do_not_flow_out_at_once(tmp_path,
     leak = re.compile(r"(?:LEAK|Leak)[a-p]+")
     visible = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"]
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
-    # the attack ran and is told later: its inputs fill the details many times over the visible cap
-    # (1,440 characters since the intervention copies left the report, 150 the cap)
-    assert sum(len(m) for m in leak.findall(later)) > 5 * LEARNER_CHARS
-    assert 0 < sum(len(m) for text in visible for m in leak.findall(text)) <= LEARNER_CHARS
+    # the attack ran and is told later, within the details' own budget (bytes of UTF-8: 1,440
+    # characters before budgets, 600 bytes now), and at once within the visible cap (150 bytes)
+    assert LEARNER_CHARS < sum(len(m.encode()) for m in leak.findall(later)) <= DETAILS_EXERCISE_BYTES
+    assert 0 < sum(len(m.encode()) for text in visible for m in leak.findall(text)) <= LEARNER_CHARS
     assert "expected" in later and not any("expected" in text for text in visible)
-    values = set(re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later))
-    assert values and not any(v in text for v in values for text in visible)
+    # no value of a hidden case, at once or later: "got …, expected …" says where, never what
+    assert "got …, expected …" in later
+    assert not re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later + "\n".join(visible))
     assert not any("4242" in text for text in visible)
     assert [(t["name"], t["max_score"]) for t in results["tests"] if t["visibility"] == "visible"] == [
         ("softmax", 5.0)]

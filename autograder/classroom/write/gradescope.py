@@ -13,7 +13,7 @@ exercise, each case's name with a mark, the named diagnoses (the known mistakes 
 recognised), the case ladder's verdict, the notes, and for every other cause of failure its
 kind in the grader's words (an exception's type with its file and line; "the output has the
 wrong shape"), with at most a short excerpt of the learner's own text per cause, and at most
-``LEARNER_CHARS`` characters of learner text per exercise, whatever the number of cases: code
+``LEARNER_CHARS`` BYTES of learner text per exercise (UTF-8: CJK counts 3 a character), whatever the number of cases: code
 that writes a hidden case's inputs into its exception messages reads out no more than that.
 Never an expected value, never a case's values, never the seed (it would let a learner
 regenerate the hidden cases). What only shows once the instructor publishes the grades
@@ -28,7 +28,8 @@ import json
 import sys
 from pathlib import Path
 
-from ...inert import excerpt, inert
+from ...inert import inert
+from ...said import Budget, cut_bytes, render
 from ...scoring import MISMATCH_WORDS, points, sentence, shown_points
 from ...spec import POINTS
 from ...submission import SubmissionError, load
@@ -38,24 +39,31 @@ DETAILS_VISIBILITY = "after_published"
 # Learner text an exercise's visible output may hold: per cause, the exception type's name
 # and an excerpt of its message; per exercise, this many characters in all, and this many
 # causes named besides the diagnoses (the others are counted, and told after publication).
+# All of them in BYTES of UTF-8 (a CJK character is 3): 150 characters of CJK once carried
+# 5,145 decoded bytes of a hidden case at once.
 NAME_CHARS = 40
 EXCERPT_CHARS = 60
-LEARNER_CHARS = 150
+LEARNER_CHARS = 150  # bytes per exercise
+VISIBLE_BYTES = 1024  # bytes of learner text in all the visible outputs of one submission
+DETAILS_BYTES, DETAILS_EXERCISE_BYTES = 4096, 600  # in the details shown after publication
 CAUSES_SHOWN = 3
 # Errors whose feedback is the grader's own words, with no value of a case (exchange.py, runner.py).
 GRADER_WORDED = ("not_implemented", "missing", "timeout", "memory", "crash", "not_run")
 FORMAT = "text"  # Gradescope shows an output as text (not HTML, Markdown or ANSI colours)
 
 
-class _Budget:
-    """The learner characters an exercise's visible output has left."""
+class _Budget(Budget):
+    """The learner bytes the visible outputs have left: ``LEARNER_CHARS`` an exercise (``said.Budget``)."""
 
-    def __init__(self, chars: int):
-        self.left = chars
+    def __init__(self, file_bytes: int = VISIBLE_BYTES):
+        super().__init__(file_bytes, LEARNER_CHARS)
 
     def take(self, text, cap: int) -> str:
-        cut = excerpt(text, min(cap, self.left)) if text else ""
-        self.left -= len(cut)
+        """Learner text (a part of a cause), inert and cut to ``cap`` bytes and what is left."""
+        if not text:
+            return ""
+        cut, size = cut_bytes(inert(" ".join(str(text).split())), "text", min(cap, self.grant()))
+        self.spend(size)
         return cut
 
 
@@ -65,7 +73,7 @@ def _errors(cause: dict, feedback: str, budget: _Budget) -> str:
     if kind == "mismatch":
         return sentence(MISMATCH_WORDS.get(cause.get("what"), MISMATCH_WORDS["values"]))
     if kind in GRADER_WORDED:
-        return sentence(inert(feedback))
+        return sentence(render(feedback, "text", budget))
     if kind not in ("exception", "import", "garbage"):  # a report without the cause's parts
         return "Failed (why is told once grades are published)"
     said = {"exception": "Raised", "import": "The module failed to import:",
@@ -88,20 +96,21 @@ def _cause_key(cause: dict, feedback: str) -> tuple:
     return (cause.get("kind"), feedback if cause.get("kind") in GRADER_WORDED else "")
 
 
-def visible_output(ex: dict, score: float) -> str:
-    """An exercise's immediately visible output (see the module docstring)."""
+def visible_output(ex: dict, score: float, budget: _Budget | None = None) -> str:
+    """An exercise's immediately visible output (see the module docstring). ``budget``: the
+    submission's, shared by its exercises' outputs."""
     cases = ex.get("cases", [])
     status = ex.get("status", "error")
     passed = sum(bool(c.get("passed")) for c in cases)
     lines = [f"{status}: {points(score)}/{points(float(ex.get('max_score', 0)))} points"
              + (f" ({passed} of {len(cases)} cases passed)" if cases else "")]
-    budget = _Budget(LEARNER_CHARS)
+    budget = (budget or _Budget()).exercise()
     failing = [c for c in cases if not c.get("passed")]
     if status == "not attempted" and failing:  # one reason for every case, in the grader's words
-        lines.append(sentence(inert(failing[0].get("feedback", ""))))
+        lines.append(sentence(render(failing[0].get("feedback", ""), "text", budget)))
         failing = []
     elif not cases and ex.get("feedback"):  # no case results: the grader failed on the exercise
-        lines.append(budget.take(ex["feedback"], EXCERPT_CHARS * 2))
+        lines.append(render(ex["feedback"], "text", budget))
     diagnoses: dict[str, list[str]] = {}
     causes: dict[tuple, list] = {}
     for c in failing:
@@ -111,7 +120,7 @@ def visible_output(ex: dict, score: float) -> str:
             cause, said = c.get("cause") or {"kind": "unknown"}, c.get("feedback", "")
             causes.setdefault(_cause_key(cause, said), [cause, said, []])[2].append(c["name"])
     for diagnosis, names in diagnoses.items():
-        lines.append(f"Likely cause: {inert(diagnosis)} (in {_cases(names)})")
+        lines.append(f"Likely cause: {render(diagnosis, 'text', budget)} (in {_cases(names)})")
     ordered = sorted(causes.values(), key=lambda g: -len(g[2]))  # the most frequent first
     for cause, feedback, names in ordered[:CAUSES_SHOWN]:
         lines.append(f"{_errors(cause, feedback, budget)} (in {_cases(names)})")
@@ -120,8 +129,8 @@ def visible_output(ex: dict, score: float) -> str:
         lines.append(f"{len(ordered) - CAUSES_SHOWN} other cause(s) in {rest} case(s): "
                      "told once grades are published")
     if ex.get("ladder"):
-        lines.append(inert(ex["ladder"]))
-    lines += [f"note: {inert(n)}" for n in ex.get("notes", [])]
+        lines.append(render(ex["ladder"], "text", budget))
+    lines += [f"note: {render(n, 'text', budget)}" for n in ex.get("notes", [])]
     if cases:
         lines += ["cases:", *(f"{'✔' if c.get('passed') else '✘'} {inert(c['name'])}" for c in cases)]
     return "\n".join(lines)
@@ -140,26 +149,29 @@ def results(report: dict, intake: str | None = None) -> dict:
     exercises = report.get("exercises", [])
     shown, total = shown_points([ex.get("score", 0.0) for ex in exercises])
     tests = []
+    visible, details = _Budget(), Budget(DETAILS_BYTES, DETAILS_EXERCISE_BYTES)
     for ex, score in zip(exercises, shown):
         max_score = float(ex.get("max_score", POINTS.get(ex["id"], 0)))
         tests.append({"name": ex["id"], "score": score, "max_score": max_score,
                       "status": "passed" if ex.get("status") == "passed" else "failed",
-                      "output": _clean(visible_output(ex, score), seed), "output_format": FORMAT,
+                      "output": _clean(visible_output(ex, score, visible), seed), "output_format": FORMAT,
                       "visibility": "visible"})
         failing = [c for c in ex.get("cases", []) if not c.get("passed")]
         if failing:
-            detail = "\n".join(f"{inert(c['name'])}: {inert(c.get('feedback') or 'failed')}" for c in failing)
+            details.exercise()  # the learner's words within a budget; a hidden case's values never
+            detail = "\n".join(f"{inert(c['name'])}: {render(c.get('feedback') or 'failed', 'text', details)}"
+                               for c in failing)
             tests.append({"name": f"{ex['id']}: details of the failing cases", "score": 0.0, "max_score": 0.0,
                           "status": "failed", "output": _clean(detail, seed), "output_format": FORMAT,
                           "visibility": DETAILS_VISIBILITY})
     max_total = sum(float(ex.get("max_score", 0)) for ex in exercises)
     output = f"{points(total)}/{points(max_total)} points."
     if report.get("error"):
-        output += f" The grader could not grade everything: {excerpt(report['error'], 300)}"
+        output += f" The grader could not grade everything: {_cut(report['error'], 300)}"
     if intake is None:
         intake = _intake(report.get("intake") or {})
     if intake:
-        output += f"\n{excerpt(intake, 1000)}"
+        output += f"\n{_cut(intake, 1000)}"
     output += ("\nEach exercise's cases are drawn at random and hidden; their values, and the full messages "
                "of your code's errors, show once grades are published.")
     return {"score": total, "execution_time": report.get("wall_time", 0.0), "output": _clean(output, seed),
@@ -171,13 +183,18 @@ def refused(why: str, exercises: list[str] | None = None) -> dict:
     """Gradescope's results.json for a submission refused whole (no exercise file in it, its
     files over the grader's caps, a file its reader could not parse): every exercise a test at
     0, and why, as the learner's to fix. ``why`` names the learner's files: shown inert."""
-    why = excerpt(why, 300)
+    why = _cut(why, 300)
     tests = [{"name": e, "score": 0.0, "max_score": float(POINTS[e]), "status": "failed",
               "output": "Not graded: nothing in the submission could be graded (see above).",
               "output_format": FORMAT, "visibility": "visible"} for e in exercises or POINTS]
     return {"score": 0.0, "execution_time": 0.0, "output": f"Nothing could be graded: {why}",
             "output_format": FORMAT, "test_output_format": FORMAT, "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
+
+
+def _cut(text, limit: int) -> str:
+    """Inert ``text`` cut to ``limit`` bytes of UTF-8."""
+    return cut_bytes(inert(str(text)), "text", limit)[0]
 
 
 def _intake(intake: dict) -> str:
