@@ -1,0 +1,236 @@
+"""Properties the chapters state in words, checked on generated inputs (issue 44: support that runs).
+
+Each ``check_*`` function takes the implementation it states something about and asserts the
+property over generated shapes, dtypes and scales (square and non-square, H > L, d = 1, leading
+axes); ``test_*`` runs it on the reference solutions, and ``test_each_check_fails_on_its_negation``
+runs it on a planted implementation that breaks the property, so that no check here passes
+whatever the code does. book/claims.yml names these tests as the support of the sentences they
+back (several sentences each).
+"""
+import numpy as np
+import pytest
+
+from solutions import attention, heads, masking
+
+RNG = np.random.default_rng
+
+
+def _shapes():
+    """(lead, Lq, Lk, d_k, d_v): with and without leading axes, Lq != Lk, d_v != d_k, single sizes."""
+    return [((), 1, 1, 1, 1), ((), 3, 5, 2, 4), ((2,), 4, 4, 3, 3), ((2, 3), 5, 2, 1, 6), ((1, 2), 2, 7, 8, 1)]
+
+
+# ------------------------------------------------------------------ chapter 1: the softmax
+
+def check_softmax_is_a_stable_distribution(softmax):
+    """Chapter 1: the softmax returns weights of x's shape and float dtype, non-negative and summing
+    to one along ``axis`` (any axis), unchanged when a number is subtracted from every logit, with
+    no overflow for logits as large as 1e4 in float32 or float64."""
+    rng = RNG(0)
+    for dtype in (np.float32, np.float64):
+        for shape, axis in (((5,), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)):
+            for scale in (1.0, 1e2, 1e4):
+                x = (scale * rng.standard_normal(shape)).astype(dtype)
+                p = softmax(x, axis=axis)
+                assert p.shape == x.shape and p.dtype == dtype, (p.shape, p.dtype)
+                assert np.isfinite(p).all() and (p >= 0).all(), (dtype, scale)
+                assert np.allclose(p.sum(axis=axis), 1, atol=1e-5), (dtype, scale, axis)
+                shifted = softmax((x - dtype(scale)).astype(dtype), axis=axis)
+                assert np.allclose(shifted, p, atol=1e-5), "a shift of every logit changes the softmax"
+
+
+def check_softmax_limits(softmax):
+    """Chapter 1: equal scores give the plain mean (uniform weights); one score far above the rest
+    gives nearly one-hot weights; doubling the scores squares every ratio p_i / p_j (sharper)."""
+    rng = RNG(1)
+    for n in (1, 2, 7):
+        assert np.allclose(softmax(np.full(n, 3.0)), 1 / n)
+    s = rng.standard_normal(6)
+    s[2] += 50
+    assert softmax(s)[2] > 1 - 1e-12
+    s = rng.standard_normal(5)
+    p, p2 = softmax(s), softmax(2 * s)
+    assert np.allclose(p2[:, None] / p2[None, :], (p[:, None] / p[None, :]) ** 2)
+    assert p2.max() > p.max()
+
+
+def test_softmax_is_a_stable_distribution():
+    check_softmax_is_a_stable_distribution(attention.softmax)
+
+
+def test_softmax_limits():
+    check_softmax_limits(attention.softmax)
+
+
+def test_float_limits_of_exp():
+    """Chapter 1: exp(1000) is larger than the largest float64 (inf, and inf / inf is nan); the
+    limit is much closer than 1000 in float32 and float16; with c = max x every exponent is at most
+    0, the largest term exactly 1 and the denominator at least 1."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isinf(np.exp(np.float64(1000))) and np.isnan(np.exp(np.float64(1000)) / np.exp(np.float64(1000)))
+    limits = [np.log(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)]
+    assert limits == sorted(limits) and limits[-1] < 1000 and limits[1] < 100
+    x = RNG(2).standard_normal((50, 9)) * 100
+    e = np.exp(x - x.max(-1, keepdims=True))
+    assert (e <= 1).all() and (e.max(-1) == 1).all() and (e.sum(-1) >= 1).all()
+
+
+# ------------------------------------------------------------------ chapter 1: attention
+
+def check_attention_shapes_and_average(sdpa):
+    """Chapter 1: for (..., Lq, d_k) queries, (..., Lk, d_k) keys and (..., Lk, d_v) values the
+    weights are (..., Lq, Lk), each row a distribution over the keys, and the output (..., Lq, d_v)
+    is the weighted average of the value rows; nothing ties Lq to Lk nor d_v to d_k (cross-attention)."""
+    rng = RNG(3)
+    for lead, lq, lk, dk, dv in _shapes():
+        q, k, v = (rng.standard_normal((*lead, n, d)) for n, d in ((lq, dk), (lk, dk), (lk, dv)))
+        out, w = sdpa(q, k, v)
+        assert w.shape == (*lead, lq, lk) and out.shape == (*lead, lq, dv), (w.shape, out.shape)
+        assert np.allclose(w.sum(-1), 1) and (w >= 0).all()
+        assert np.allclose(out, w @ v)
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(dk)
+        assert np.allclose(w, attention.softmax(scores)), "weights = softmax(QK^T / sqrt(d_k)) over the keys"
+
+
+def check_attention_permutations(sdpa):
+    """Chapter 1: nothing refers to positions: shuffling keys and values together leaves every
+    output the same; shuffling the queries shuffles the outputs with them."""
+    rng = RNG(4)
+    for lead, lq, lk, dk, dv in _shapes():
+        q, k, v = (rng.standard_normal((*lead, n, d)) for n, d in ((lq, dk), (lk, dk), (lk, dv)))
+        out, _ = sdpa(q, k, v)
+        pk, pq = rng.permutation(lk), rng.permutation(lq)
+        assert np.allclose(sdpa(q, k[..., pk, :], v[..., pk, :])[0], out)
+        assert np.allclose(sdpa(q[..., pq, :], k, v)[0], out[..., pq, :])
+
+
+def test_attention_shapes_and_average():
+    check_attention_shapes_and_average(attention.scaled_dot_product_attention)
+
+
+def test_attention_permutations():
+    check_attention_permutations(attention.scaled_dot_product_attention)
+
+
+def test_einsum_attention_is_the_same_function():
+    """Chapter 1: the einsum version computes the same as the matmul version."""
+    rng = RNG(5)
+    for lead, lq, lk, dk, dv in _shapes():
+        q, k, v = (rng.standard_normal((*lead, n, d)) for n, d in ((lq, dk), (lk, dk), (lk, dv)))
+        w = attention.softmax(np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(dk))
+        assert np.allclose(np.einsum("...qk,...kv->...qv", w, v), attention.scaled_dot_product_attention(q, k, v)[0])
+
+
+def check_softmax_backward(softmax):
+    """Chapter 1: dL/ds_j = p_j (g_j - g.p), the Jacobian p_i (delta_ij - p_j) applied to g, one dot
+    product per row; and a hard lookup (argmax) passes no gradient: it does not change when a score
+    changes a little."""
+    rng = RNG(6)
+    for n in (1, 2, 5, 16):
+        s, g = rng.standard_normal(n), rng.standard_normal(n)
+        p = softmax(s)
+        jacobian = p[:, None] * (np.eye(n) - p[None, :])
+        fast = p * (g - g @ p)
+        assert np.allclose(jacobian.T @ g, fast)
+        eps = 1e-6
+        numeric = np.array([(g @ softmax(s + eps * np.eye(n)[j]) - g @ softmax(s - eps * np.eye(n)[j])) / (2 * eps)
+                            for j in range(n)])
+        assert np.allclose(numeric, fast, atol=1e-6)
+        assert np.argmax(s + 1e-9 * rng.standard_normal(n)) == np.argmax(s)
+
+
+def test_softmax_backward():
+    check_softmax_backward(attention.softmax)
+
+
+def test_numpy_scalar_promotion():
+    """Chapter 1: NumPy 2 treats a NumPy float64 scalar as a float64 value (float32 scores become
+    float64), while a Python float adapts to the array."""
+    scores = np.ones(3, dtype=np.float32)
+    assert (scores / np.sqrt(np.float64(4))).dtype == np.float64
+    assert (scores / 2.0).dtype == np.float32
+
+
+# ------------------------------------------------------------------ chapter 2: masks
+
+def check_masked_softmax(masked_softmax):
+    """Chapter 2: masked entries get exactly zero weight, each row with an allowed key sums to one
+    over its allowed keys, and a fully masked row is all zeros (no NaN), for any fill of the scores."""
+    rng = RNG(7)
+    for shape in ((1, 1), (3, 5), (2, 4, 4), (2, 3, 1, 6)):
+        scores = rng.standard_normal(shape) * 100
+        mask = rng.random(shape) < 0.6
+        mask[..., 0, :] = False  # a fully masked row
+        p = masked_softmax(scores, mask)
+        assert np.isfinite(p).all() and (p[~mask] == 0).all()
+        rows = mask.any(-1)
+        assert np.allclose(p.sum(-1)[rows], 1) and (p.sum(-1)[~rows] == 0).all()
+
+
+def test_masked_softmax():
+    check_masked_softmax(masking.masked_softmax)
+
+
+def check_causal_mask_end_aligned(causal_mask):
+    """Chapter 2: query i of a full pass sees i + 1 keys; causal_mask(n, L) is the last n rows of
+    causal_mask(L), for n = 1..L (a cache step's new queries are end-aligned)."""
+    for length in (1, 2, 5, 9):
+        full = np.asarray(causal_mask(length, length))
+        assert (full.sum(-1) == np.arange(1, length + 1)).all()
+        for n in range(1, length + 1):
+            assert np.array_equal(np.asarray(causal_mask(n, length)), full[-n:]), (n, length)
+
+
+def test_causal_mask_end_aligned():
+    check_causal_mask_end_aligned(masking.causal_mask)
+
+
+# ------------------------------------------------------------------ chapter 3: heads
+
+def check_split_heads(split_heads):
+    """Chapter 3: split_heads turns (..., L, H*d) into (..., H, L, d); head h holds features
+    h*d to (h+1)*d of every position, in every shape (H > L and d = 1 included), keeping the dtype."""
+    for lead in ((), (2,), (2, 3)):
+        for length, h, d in ((1, 1, 1), (5, 3, 2), (2, 4, 1), (3, 8, 2), (10, 8, 8)):
+            x = np.arange(np.prod(lead, dtype=int) * length * h * d, dtype=np.float32).reshape(*lead, length, h * d)
+            out = split_heads(x, h)
+            assert out.shape == (*lead, h, length, d) and out.dtype == x.dtype
+            for head in range(h):
+                assert np.array_equal(out[..., head, :, :], x[..., head * d:(head + 1) * d])
+
+
+def test_split_heads():
+    check_split_heads(heads.split_heads)
+    for lead in ((), (2,)):
+        x = np.arange(np.prod(lead, dtype=int) * 5 * 12, dtype=float).reshape(*lead, 5, 12)
+        assert np.array_equal(heads.merge_heads(heads.split_heads(x, 3)), x)
+
+
+# ------------------------------------------------------------------ the checks can fail
+
+def _naive_softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+PLANTED = {
+    "softmax without the shift": lambda: check_softmax_is_a_stable_distribution(_naive_softmax),
+    "softmax over the wrong axis": lambda: check_softmax_is_a_stable_distribution(
+        lambda x, axis=-1: attention.softmax(x, axis=0)),
+    "softmax of the scores halved": lambda: check_softmax_limits(lambda x, axis=-1: attention.softmax(x / 2 + 1, axis)),
+    "attention without the scale": lambda: check_attention_shapes_and_average(
+        lambda q, k, v: attention.scaled_dot_product_attention(q * np.sqrt(q.shape[-1]), k, v)),
+    "attention with a position bias": lambda: check_attention_permutations(
+        lambda q, k, v: attention.scaled_dot_product_attention(q + np.arange(q.shape[-2])[:, None], k, v)),
+    "backward without the dot product": lambda: check_softmax_backward(lambda s, axis=-1: np.exp(s) / np.exp(s).sum() ** 0.5),
+    "masked softmax filling -inf": lambda: check_masked_softmax(
+        lambda s, m: _naive_softmax(np.where(m, s - s.max(), -np.inf))),
+    "causal mask top-left": lambda: check_causal_mask_end_aligned(lambda n, length: np.tril(np.ones((n, length), bool))),
+    "split by reshape alone": lambda: check_split_heads(lambda x, h: x.reshape(*x.shape[:-2], h, x.shape[-2], -1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_each_check_fails_on_its_negation(name):
+    with np.errstate(all="ignore"), pytest.raises(AssertionError):
+        PLANTED[name]()
