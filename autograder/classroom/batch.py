@@ -45,7 +45,7 @@ from .. import depends, isolation, stubs
 from ..inert import LearnerText, excerpt, inert
 from ..isolation import confine
 from ..spec import POINTS
-from . import files, intake, progress, shards
+from . import files, intake, preflight, progress, shards
 from .grade.graders import DEFAULT_TIMEOUT, grade_all, pipeline_grader
 from .grade.outcomes import Outcome, error_report
 from .intake import BatchError, previous
@@ -360,13 +360,17 @@ def _main(args: argparse.Namespace, zygotes: list | None, ahead) -> int:
     confined, why = isolation.confinement(run_as=bool(args.run_as))
     if merge:
         confined, args.unconfined = True, True  # a merge runs no learner code
+    hint = "" if merge else preflight.namespace_hint()  # the seccomp setting to change, if that is the cause
     if not confined and not args.unconfined:
         return refuse(f"the learners' code cannot be confined here ({why}); grade on a machine where it can, "
-                      "or pass --unconfined for code you trust")
+                      "or pass --unconfined for code you trust" + (f". {hint}" if hint else ""))
     capped, why = confine.bounded(run_as=bool(args.run_as))
     if not capped and not args.unconfined:
         return refuse(f"one learner's threads could starve the grader and the other learners here ({why}); "
-                      "or pass --unconfined for code you trust")
+                      "or pass --unconfined for code you trust" + (f". {hint}" if hint else ""))
+    if hint:  # confined with what remains (a pids cgroup, Landlock, seccomp): said, not hidden
+        print(f"mha-grade batch: confined without user namespaces (each learner's scratch is a capped file, not "
+              f"a tmpfs of its own): {hint}", file=sys.stderr)
     try:
         events = progress.JsonLines.open(args.progress_json) if args.progress_json else None
     except OSError as err:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import sys
+from pathlib import Path
 from datetime import datetime, timezone
 
 from ..inert import inert
@@ -34,6 +35,8 @@ class JsonLines:
         """``target``: ``-`` for stderr, else a file appended to."""
         if target == "-":
             return cls(sys.stderr, False)
+        # its folder made here: on a cluster it is the output folder, which nothing has made yet
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
         return cls(open(target, "a", encoding="utf-8"), True)  # noqa: SIM115  closed by close()
 
     def _say(self, event: str, **fields) -> None:
