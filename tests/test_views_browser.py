@@ -1,18 +1,27 @@
 """The views of lab/views.py in Chromium (Playwright, Debian's /usr/bin/chromium, as
 tests/test_browser.py drives it), on a page made here from the same files the book inlines, opened
 from disk in a context with the network off (Playwright's ``offline``, and every http(s) request
-aborted and recorded):
+aborted and recorded). One browser for the module, one page for most tests:
 
 - the sentence model in the page writes, greedily, the tokens Python's ``generate`` writes, for
-  five prompts; and the weights shown when a token is focused are the model's (an uncached
-  forward pass in torch) to 1e-4, from and to the token, every layer and head;
-- a view of given weights shows those weights for a hovered token, on every head of every layer;
-- axe-core finds no violation (any impact) of WCAG 2.1 A/AA on the page;
-- Tab alone reaches every control, and the arrow keys move along the tokens;
-- a hostile token is shown as text, and nothing of it runs.
+  five prompts; and the weights shown for a pinned token are the model's (an uncached forward pass
+  in torch) to 1e-4, from and to the token, every layer and head;
+- its next-token probabilities (top 5, at T = 1 and at T) are Python's ``lab.views.next_tokens``
+  to 1e-5 for 5 prompts and 3 temperatures, and one score taken apart (q . k, / sqrt(d_k), the
+  row's softmax) is ``lab.views.score_steps``'s;
+- the form forgives: no browser validation blocks a value, the page names each problem (the
+  alphabet listed), fields that do not apply are ignored, empty ones take the default the label
+  states, an error clears the stale view, and the view's layer, head and direction survive;
+- a pinned token stays pinned while the mouse moves; the keyboard alone pins a cell of the matrix,
+  reads its weight and releases it; every weight can be read as text, the scale is stated;
+- a view of given weights shows those weights; whitespace tokens are visible, labels never run
+  together, tokens and bars stay in the same columns at 375 px; a batch needs item=, weights that
+  are not probabilities are drawn on a scale that holds them;
+- axe-core finds no violation (any impact) of WCAG 2.1 A/AA, light and dark; an unchecked radio is
+  not drawn as a disc in the dark; Tab alone reaches every control; a hostile token is only text.
 
 The same checks on the built chapters (chapters 3, 5 and 8 in _build/html, `make book`) run when
-that build exists. Screenshots go to _build/screenshots/views-*.png.
+that build exists. Screenshots go to _build/screenshots/views-*.png (375 px, 200 % zoom, dark).
 """
 from __future__ import annotations
 
@@ -66,16 +75,31 @@ def example_weights():
     return torch.softmax(scores, dim=-1).numpy()
 
 
+# The book's theme in the dark (pydata-sphinx-theme: html[data-theme=dark] sets color-scheme: dark).
+THEME = ("<style>html[data-theme=dark]{color-scheme:dark;background:#14181e;color:#ced6dd}"
+         "html[data-theme=dark] a{color:#9dbcff}</style>")
+WHITESPACE = ["a", "\n", "\t", "long-label", "another-long", " ", "b"]
+
+
 @pytest.fixture(scope="module")
 def test_page(example_weights):
     tokens = ["the", " cat", HOSTILE, " dog", ".", " a", "end"]
+    induction_like = np.tril(np.random.default_rng(0).random((2, 4, 64, 64)))
+    induction_like /= induction_like.sum(-1, keepdims=True)
+    with pytest.warns(UserWarning, match="not probabilities"):
+        odd = views.show_attention(np.array([[1.0, 0.0, 0, 0, 0, 0, 0]] * 7) * np.linspace(-1, 2, 7), WHITESPACE,
+                                   title="Scores, not weights, over whitespace tokens")._repr_html_()
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>views</title></head><body><main>',
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>views</title>', THEME,
+        "</head><body><main>",
         "<h1>The course's views</h1>",
         views.show_sentence_model("the ", NEW_TOKENS)._repr_html_(),
-        views.show_inputs([{"label": "given weights", "weights": example_weights, "tokens": tokens, "removed": [(1, 2)]},
+        views.show_inputs([{"label": "given weights", "weights": list(example_weights), "tokens": tokens, "removed": [(1, 2)]},
                            {"label": "the same, first layer only", "weights": example_weights[0], "tokens": tokens}],
                           title="A view of given weights")._repr_html_(),
+        views.show_attention(list(induction_like[:, None]), [str(n % 50) for n in range(64)], item=0,
+                             title="Sixty-four numbered tokens")._repr_html_(),
+        odd,
         "</main></body></html>",
     ]
     with tempfile.TemporaryDirectory(prefix="mha-views-") as folder:
@@ -96,9 +120,9 @@ def browser():
         browser.close()
 
 
-def open_offline(browser, url):
+def open_offline(browser, url, **options):
     """A page with the network off; the list of requests that tried to leave the machine; errors."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, "offline": True, **options})
     page = context.new_page()
     tried, errors = [], []
 
@@ -140,10 +164,21 @@ def _generate_in_page(page, prompt):
     return json.loads(lm.locator(".mha-lm-output").get_attribute("data-ids"))
 
 
+def _pin(root, token):
+    """Click token ``token`` unless it is pinned already (a second click would release it)."""
+    button = root.locator(".mha-attn-token").nth(token)
+    if button.get_attribute("aria-pressed") != "true":
+        button.click()
+    assert button.get_attribute("aria-pressed") == "true"
+
+
 def _shown(page, root, token, direction, layer):
-    root.locator(f"[data-control=direction][value={direction}]").check()
-    root.locator("[data-control=layer]").select_option(str(layer))
-    root.locator(".mha-attn-token").nth(token).hover()
+    radio = root.locator(f"[data-control=direction][value={direction}]")
+    if not radio.is_checked():
+        radio.check()
+    if root.locator("[data-control=layer]").input_value() != str(layer):
+        root.locator("[data-control=layer]").select_option(str(layer))
+    _pin(root, token)
     return root.evaluate(_SHOWN_JS)
 
 
@@ -159,9 +194,9 @@ def test_greedy_tokens_and_shown_weights_equal_pythons(page, sentence_model):
         weights = torch.stack(sentence_model.last_weights)[:, 0].numpy()  # (layers, H, L, L), uncached pass
         root = page.locator(".mha-lm .mha-attn")
         gap = 0.0
-        for token in (0, len(prompt) - 1, len(prompt) + NEW_TOKENS // 2, len(in_page) - 1):
-            for direction in ("from", "to"):
-                for layer in range(weights.shape[0]):
+        for direction in ("from", "to"):
+            for layer in range(weights.shape[0]):
+                for token in (0, len(prompt) - 1, len(prompt) + NEW_TOKENS // 2, len(in_page) - 1):
                     for panel in _shown(page, root, token, direction, layer):
                         matrix = weights[panel["layer"], panel["head"]]
                         expected = matrix[token] if direction == "from" else matrix[:, token]
@@ -175,13 +210,13 @@ def test_greedy_tokens_and_shown_weights_equal_pythons(page, sentence_model):
     assert all(row[3] < TOLERANCE for row in table), f"the page shows other weights than the model's: {table}"
 
 
-def test_a_view_shows_the_given_weights_for_the_hovered_token(page, example_weights):
+def test_a_view_shows_the_given_weights_for_the_pinned_token(page, example_weights):
     page, _, _ = page
     root = page.locator(".mha-attn").filter(has_text="A view of given weights")
     worst = 0.0
-    for token in range(7):
-        for direction in ("from", "to"):
-            for layer in range(2):
+    for direction in ("from", "to"):
+        for layer in range(2):
+            for token in range(7):
                 shown = _shown(page, root, token, direction, layer)
                 assert [(p["layer"], p["head"]) for p in shown] == [(layer, h) for h in range(3)]
                 for panel in shown:
@@ -206,19 +241,6 @@ def test_the_page_needs_no_network_and_runs_no_hostile_token(page):
     assert root.locator(".mha-attn-token").nth(1).text_content() == "\u2423cat"  # a leading space shown
 
 
-def test_axe_finds_no_violation(page):
-    page, _, _ = page
-    if not AXE.exists():
-        pytest.skip(f"no {AXE.relative_to(ROOT)}: run `npm ci` (make axe)")
-    page.add_script_tag(content=AXE.read_text())
-    violations = page.evaluate("""async tags => (await axe.run(document, {runOnly: {type: 'tag', values: tags},
-        resultTypes: ['violations']})).violations.map(v => `${v.id} (${v.impact}): ${v.help} ${v.nodes[0].target}`)""",
-                               AXE_TAGS)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "views-test-page.png"), full_page=True)
-    assert not violations, violations
-
-
 def _tab_through(page, start, steps=40):
     """Focus ``start``, then press Tab: the data-control (or class) of each element reached."""
     start.focus()
@@ -237,13 +259,13 @@ def test_the_keyboard_reaches_every_control_and_moves_along_the_tokens(page):
     expected = ["mode", "temperature", "seed", "count", "generate", "layer", "head", "direction", "token"]
     assert reached == expected, f"Tab from the prompt reached {reached}"
     page.keyboard.press("Home")
-    assert lm.locator(".mha-attn-token[aria-pressed=true]").get_attribute("data-index") == "0"
+    assert lm.locator(".mha-attn-token[aria-current=true]").get_attribute("data-index") == "0"
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     focused = page.evaluate("document.activeElement.dataset.index")
-    assert focused == "2" and lm.locator(".mha-attn-token[aria-pressed=true]").get_attribute("data-index") == "2"
+    assert focused == "2" and lm.locator(".mha-attn-token[aria-current=true]").get_attribute("data-index") == "2"
     summary = lm.locator(".mha-attn-summary").text_content()
-    assert re.match(r"layer \d, weights (from|to) token 2 ", summary) and "head 3" in summary, summary
+    assert re.match(r"Token 2 \S+( pinned)?; layer \d head \d (attends most to|most attended by) token \d", summary), summary
     # The whole model by keyboard: a prompt typed, sampling chosen, Enter generates.
     lm.locator("[data-control=prompt]").focus()
     page.keyboard.press("Control+A")
@@ -305,7 +327,7 @@ def test_the_built_chapter_has_working_views(browser, docname):
             root = roots.nth(i)
             root.scroll_into_view_if_needed()
             tokens = root.locator(".mha-attn-token")
-            tokens.nth(tokens.count() // 2).hover()
+            tokens.nth(tokens.count() // 2).click()
             assert root.locator(".mha-attn-head").count() >= 1
             assert root.locator(".mha-attn-top").first.text_content().strip()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -442,3 +464,287 @@ def test_sampling_in_the_page_draws_the_models_distribution_with_its_seed(page, 
         in_page = json.loads(lm.locator(".mha-lm-output").get_attribute("data-ids"))
         expected = _sample_as_the_page_does(sentence_model, prompt, 40, temperature, seed)
         assert in_page == expected, (prompt, sentences.decode(in_page), sentences.decode(expected))
+
+
+# ---------------------------------------------------------------- what learners reach for next
+
+
+def _generate(lm, prompt, mode="greedy", temperature=None, seed=None, count=None):
+    """Fill the form as a learner types (None: leave the field as it is) and press Generate."""
+    lm.locator("[data-control=prompt]").fill(prompt)
+    lm.locator("[data-control=mode]").select_option(mode)
+    for name, value in (("temperature", temperature), ("seed", seed), ("count", count)):
+        if value is not None:
+            lm.locator(f"[data-control={name}]").fill(str(value))
+    before = lm.evaluate("root => root.querySelector('.mha-lm-output').textContent")
+    lm.locator("[data-control=generate]").click()
+    return before
+
+
+def _output(lm):
+    return lm.locator(".mha-lm-output").text_content()
+
+
+def test_the_form_forgives_and_names_every_problem(page):
+    page, _, errors = page
+    lm = page.locator(".mha-lm")
+    # Values a browser's step/min validation refused (nothing happened): the page takes them.
+    for temperature in ("0.33", "0.07"):
+        _generate(lm, "the ", "sample", temperature, 5, 20)
+        assert _output(lm).startswith(f"Sampled (T = {temperature}, seed 5): the "), _output(lm)
+    _generate(lm, "the ", "greedy", "10", "1.5", 20)  # greedy: the sampling fields do not apply
+    assert _output(lm).startswith("Greedy: the "), _output(lm)
+    # Empty fields take the default their label states, and the output says so.
+    _generate(lm, "two ", "sample", "", "", "")
+    assert _output(lm).startswith("Sampled (T = 0.8, the default, seed 0, the default): two "), _output(lm)
+    assert len(lm.locator(".mha-lm-output").get_attribute("data-text")) == len("two ") + NEW_TOKENS
+    assert "empty: 0.8" in lm.locator("label", has=page.locator("[data-control=temperature]")).text_content()
+    # What a field cannot hold is named by the page, in its words, all problems at once.
+    _generate(lm, "the ", "sample", "-1", "1.5", "0")
+    alert = lm.locator("[role=alert]").text_content()
+    assert "Temperature -1 is out of range" in alert and "Seed 1.5 is not a whole number" in alert, alert
+    assert "New characters 0 is out of range: a whole number from 1 to 127" in alert, alert
+    # A character outside the alphabet: named, and the alphabet listed; the stale view is gone.
+    _generate(lm, "The Cat", "greedy", count=20)
+    alert = lm.locator("[role=alert]").text_content()
+    assert '"T", "C"' in alert and 'these 24: " .abcdefghiklmnoprstuwxy"' in alert, alert
+    assert lm.locator(".mha-lm-output").get_attribute("data-text") is None
+    assert lm.locator(".mha-attn-head").count() == 0 and lm.locator(".mha-lm-next tr").count() == 0
+    # The view's choices survive a new Generate (and the error between).
+    _generate(lm, "the ", "greedy", count=20)
+    lm.locator("[data-control=layer]").select_option("1")
+    lm.locator("[data-control=head]").select_option("2")
+    lm.locator("[data-control=direction][value=to]").check()
+    _generate(lm, "The", "greedy")
+    _generate(lm, "a ", "greedy", count=20)
+    assert lm.locator("[data-control=layer]").input_value() == "1"
+    assert lm.locator("[data-control=head]").input_value() == "2"
+    assert lm.locator("[data-control=direction][value=to]").is_checked()
+    assert not errors, errors
+
+
+def test_a_pinned_token_stays_pinned_while_the_mouse_moves(page):
+    page, _, _ = page
+    lm = page.locator(".mha-lm")
+    _generate(lm, "the ", "greedy", count=NEW_TOKENS)
+    root = lm.locator(".mha-attn")
+    tokens = root.locator(".mha-attn-token")
+    tokens.nth(5).click()
+    for i in (6, 20, 55):  # on the way down to the bars, the mouse crosses other tokens
+        tokens.nth(i).hover()
+    root.locator(".mha-attn-head .mha-attn-cell").nth(5).hover()
+    assert root.locator(".mha-attn-token[aria-pressed=true]").get_attribute("data-index") == "5"
+    assert root.locator(".mha-attn-summary").text_content().startswith("Token 5 ")
+    tokens.nth(5).click()  # a second click releases
+    assert root.locator(".mha-attn-token[aria-pressed=true]").count() == 0
+    tokens.nth(9).hover()  # released, the mouse still chooses nothing by passing over
+    assert root.locator(".mha-attn-summary").text_content().startswith("Token 5 ")
+    tokens.nth(9).click()
+    assert root.locator(".mha-attn-summary").text_content().startswith("Token 9 ")
+    page.keyboard.press("Escape")
+    assert root.locator(".mha-attn-token[aria-pressed=true]").count() == 0
+
+
+NEXT_PROMPTS = ["the ", "two dogs ", "a small cat near the ", "the old foxes with a bird ", "a girl"]
+TEMPERATURES = [0.5, 1.0, 1.7]
+
+
+def test_next_token_probabilities_equal_pythons(page, sentence_model):
+    page, _, _ = page
+    lm = page.locator(".mha-lm")
+    table, worst = [], 0.0
+    for prompt in NEXT_PROMPTS:
+        for temperature in TEMPERATURES:
+            _generate(lm, prompt, "sample", temperature, 11, 12)
+            ids = json.loads(lm.locator(".mha-lm-output").get_attribute("data-ids"))
+            step = len(prompt) + 2  # a generated step: its next character was drawn at T
+            _pin(lm.locator(".mha-attn"), step)
+            rows = lm.locator(".mha-lm-next tr[data-id]")
+            shown = [(int(r.get_attribute("data-id")), float(r.get_attribute("data-p1")), float(r.get_attribute("data-pt")))
+                     for r in rows.all()]
+            python = views.next_tokens(sentence_model, ids, step, temperature).rows
+            assert [s[0] for s in shown] == [p[0] for p in python], (prompt, temperature, shown, python)
+            gap = max(max(abs(s[1] - p[2]), abs(s[2] - p[3])) for s, p in zip(shown, python))
+            worst = max(worst, gap)
+            chosen = lm.locator(".mha-lm-next table").get_attribute("data-chosen")
+            assert chosen == str(ids[step + 1]) and "sampled: " in lm.locator(".mha-lm-next caption").text_content()
+            table.append((prompt, temperature, sentences.ALPHABET[python[0][0]], python[0][2], python[0][3], gap))
+    print("\nprompt | T | top next | p at T = 1 (Python) | p at T (Python) | max |page - Python| over the top 5")
+    for row in table:
+        print(f"{row[0]!r} | {row[1]} | {row[2]!r} | {row[3]:.6f} | {row[4]:.6f} | {row[5]:.1e}")
+    assert worst < 1e-5, table
+
+
+def test_the_keyboard_alone_pins_a_cell_reads_its_weight_and_takes_its_score_apart(page, sentence_model):
+    page, _, _ = page
+    lm = page.locator(".mha-lm")
+    _generate(lm, "two cats ", "greedy", count=10)
+    lm.locator("[data-control=layer]").select_option("1")
+    lm.locator("[data-control=head]").select_option("2")
+    ids = json.loads(lm.locator(".mha-lm-output").get_attribute("data-ids"))
+    last = len(ids) - 1
+    # Tab from the direction radios to the matrix: the tokens, the thumbnails, then the matrix's cell.
+    lm.locator("[data-control=direction][value=from]").check()
+    lm.locator("[data-control=direction][value=from]").focus()
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('role')") == "gridcell":
+            break
+    cell = page.evaluate("[document.activeElement.dataset.q, document.activeElement.dataset.k]")
+    assert cell == [str(last), str(last)], cell  # the selected query's own key
+    for key in ("ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowUp"):
+        page.keyboard.press(key)
+    query, key = last - 1, last - 3
+    label = page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert label.startswith(f"query {query} ") and f", key {key} " in label, label
+    page.keyboard.press("Enter")
+    readout = lm.locator("[data-part=readout]")
+    weight = float(readout.get_attribute("data-weight"))
+    assert f"query {query} " in readout.text_content() and f"weight {weight:.5f}" in readout.text_content()
+    assert lm.locator(".mha-attn-token[aria-pressed=true]").get_attribute("data-index") == str(query)
+    steps = json.loads(lm.locator("[data-part=steps]").get_attribute("data-steps"))
+    python = views.score_steps(sentence_model, ids, 1, 2, query, key)
+    gaps = {name: abs(steps[name] - python[name]) for name in ("qk", "scaled")}
+    gaps["scores"] = max(abs(a - b) for a, b in zip(steps["scores"], python["scores"]))
+    gaps["weights"] = max(abs(a - b) for a, b in zip(steps["weights"], python["weights"]))
+    gaps["shown weight"] = abs(weight - python["weight_in_model"])
+    print(f"\nlayer 1 head 2, query {query}, key {key}: page q.k {steps['qk']:.6f} (Python {python['qk']:.6f}), "
+          f"/sqrt({steps['dk']}) {steps['scaled']:.6f} ({python['scaled']:.6f}), weight {steps['weights'][key]:.6f} "
+          f"({python['weight']:.6f}); largest differences {gaps}")
+    assert steps["dk"] == python["dk"] == 12 and len(steps["scores"]) == query + 1
+    assert max(gaps.values()) < 1e-5, gaps
+    assert abs(python["weight"] - python["weight_in_model"]) < 1e-9  # the steps are the layer's own
+    assert lm.locator("[data-part=steps] li").nth(1).text_content().startswith("\u00f7 \u221a12 = 3.4641")
+    page.keyboard.press("Escape")
+    assert lm.locator(".mha-attn-token[aria-pressed=true]").count() == 0
+    assert lm.locator("[data-part=steps] li").count() == 0
+
+
+def test_every_weight_can_be_read_as_text_and_the_scale_is_stated(page, example_weights):
+    page, _, _ = page
+    root = page.locator(".mha-attn").filter(has_text="A view of given weights")
+    root.locator("[data-control=input]").select_option("0")
+    root.locator("[data-control=layer]").select_option("1")
+    root.locator("[data-control=head]").select_option("all")
+    root.locator("[data-control=direction][value=from]").check()
+    assert "A full box is weight 1." in root.locator("[data-part=scale]").text_content()
+    root.locator("[data-control=direction][value=to]").check()
+    assert "a column need not" in root.locator("[data-part=scale]").text_content()
+    _pin(root, 3)
+    # A short live summary: the selected head only, whatever the number of heads drawn.
+    summary = root.locator(".mha-attn-summary").text_content()
+    assert len(summary) < 120 and summary.count("head") == 1, summary
+    # Thumbnails: every layer and head, each a button named for its head; the matrix's cells as text.
+    thumbs = root.locator(".mha-attn-thumb")
+    assert thumbs.count() == 6
+    thumbs.nth(4).click()  # layer 1, head 1
+    cells = root.locator("[role=gridcell]")
+    assert cells.count() == 49
+    for q, k in ((3, 0), (6, 2)):
+        label = root.locator(f"[role=gridcell][data-q='{q}'][data-k='{k}']").get_attribute("aria-label")
+        assert label.endswith(f": {example_weights[1, 1, q, k]:.3f}"), label
+    root.locator(".mha-attn-table summary").click()
+    rows = root.locator(".mha-attn-table tr")
+    assert rows.count() == 8
+    for q in range(7):
+        shown = [float(t) for t in rows.nth(q + 1).locator("td").all_text_contents()]
+        assert np.abs(np.array(shown) - example_weights[1, 1, q]).max() <= 5e-4
+    root.locator(".mha-attn-table summary").click()
+
+
+def test_whitespace_tokens_are_visible_labels_apart_and_odd_weights_on_their_own_scale(page):
+    page, _, _ = page
+    root = page.locator(".mha-attn").filter(has_text="Scores, not weights")
+    assert root.locator(".mha-attn-token").all_text_contents() == ["a", "\u21b5", "\u21e5", "long-label",
+                                                                    "another-long", "\u2423", "b"]
+    assert root.locator(".mha-attn-token").nth(1).get_attribute("aria-label") == "token 1: newline"
+    assert "not probabilities" in root.locator("[data-part=scale]").text_content()
+    _pin(root, 6)
+    # The negative weight is drawn below the zero line, not clipped to nothing.
+    negative = root.locator(".mha-attn-cell[data-key='0'] .mha-attn-bar")
+    assert "mha-attn-negative" in negative.get_attribute("class")
+    assert float(negative.evaluate("b => b.getBoundingClientRect().height")) > 3
+    # No label runs into the next one: each stays inside its own cell.
+    boxes = root.locator(".mha-attn-head").first.evaluate("""p => [...p.querySelectorAll('.mha-attn-char')].map(c => {
+        const r = c.getBoundingClientRect(), cell = c.parentElement.getBoundingClientRect();
+        return [r.left, r.right, cell.left, cell.right]; })""")
+    assert all(b[0] >= b[2] - 0.5 and b[1] <= b[3] + 0.5 for b in boxes), boxes
+    assert all(a[1] <= b[0] for a, b in zip(boxes, boxes[1:]) if abs(a[0] - b[0]) > 1), boxes
+
+
+def _columns(root):
+    """For every token: the horizontal centre of its button and of its bar cell in the first head."""
+    return root.evaluate("""r => { const centre = e => { const b = e.getBoundingClientRect();
+        return [Math.round(b.left + b.width / 2), Math.round(b.top)]; };
+      return [[...r.querySelectorAll('.mha-attn-token')].map(centre),
+              [...r.querySelector('.mha-attn-head').querySelectorAll('.mha-attn-cell')].map(centre)]; }""")
+
+
+def test_tokens_and_bars_share_columns_at_375_px_and_200_percent(browser, test_page):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name, options in (("375px", {"viewport": {"width": 375, "height": 800}}),
+                          ("zoom200", {"viewport": {"width": 640, "height": 900}, "device_scale_factor": 2})):
+        context, page, tried, errors = open_offline(browser, test_page.as_uri(), **options)
+        try:
+            page.wait_for_selector(".mha-lm .mha-attn-head")
+            for title in ("Sixty-four numbered tokens", "A view of given weights", "Attention of each step"):
+                root = page.locator(".mha-attn[data-mounted]").filter(has_text=title).last
+                buttons, cells = _columns(root)
+                assert [b[0] for b in buttons] == [c[0] for c in cells], (name, title, buttons, cells)
+                # A row of bars breaks where the row of tokens breaks.
+                assert len({b[1] for b in buttons}) == len({c[1] for c in cells}), (name, title)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= options["viewport"]["width"], f"{name}: the page scrolls sideways ({width} px)"
+            page.locator(".mha-attn").filter(has_text="Sixty-four").first.screenshot(
+                path=str(SCREENSHOTS / f"views-{name}-numbered.png"))
+            page.locator(".mha-lm").screenshot(path=str(SCREENSHOTS / f"views-{name}-sentence-model.png"))
+            assert not tried and not errors, (tried, errors)
+        finally:
+            context.close()
+
+
+def _radio_centre_contrast(page, root):
+    """How far the centre of the unchecked radio is from the box around it (0-255, max over RGB)."""
+    radio = root.locator("[data-control=direction]:not(:checked)").first
+    box = radio.bounding_box()
+    shot = page.screenshot(clip={"x": box["x"] - 6, "y": box["y"], "width": box["width"] + 6, "height": box["height"]})
+    from io import BytesIO
+
+    from PIL import Image
+
+    image = Image.open(BytesIO(shot)).convert("RGB")
+    width, height = image.size
+    centre, outside = image.getpixel((width - width // 2 + 2, height // 2)), image.getpixel((1, height // 2))
+    return max(abs(a - b) for a, b in zip(centre, outside))
+
+
+def test_dark_mode_is_drawn_for_the_dark_and_axe_finds_nothing_light_or_dark(browser, test_page):
+    if not AXE.exists():
+        pytest.skip(f"no {AXE.relative_to(ROOT)}: run `npm ci` (make axe)")
+    for scheme in ("light", "dark"):
+        context, page, tried, errors = open_offline(browser, test_page.as_uri(), color_scheme=scheme)
+        try:
+            page.evaluate("s => document.documentElement.dataset.theme = s", scheme)
+            page.wait_for_selector(".mha-lm .mha-attn-head")
+            root = page.locator(".mha-attn").filter(has_text="A view of given weights")
+            root.scroll_into_view_if_needed()
+            contrast = _radio_centre_contrast(page, root)
+            assert contrast < 60, f"{scheme}: the unchecked radio's centre differs from its box by {contrast}: a disc"
+            lm = page.locator(".mha-lm")
+            _generate(lm, "the ", "sample", count=10)  # a small matrix: axe's time grows with the cells
+            _pin(lm.locator(".mha-attn"), 6)
+            lm.locator("[data-control=head]").select_option("1")
+            lm.locator("[role=gridcell][data-q='6'][data-k='2']").click()  # the score's steps, shown
+            page.locator(".mha-attn-table summary").first.click()  # a table opened
+            page.add_script_tag(content=AXE.read_text())
+            # Every part of the page, the 64 x 64 matrix apart (the same cells as the small one, 4,096 times).
+            violations = page.evaluate("""async tags => (await axe.run({exclude: [
+                    ['[aria-label="Sixty-four numbered tokens"] .mha-attn-matrix']]},
+                {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})).violations.map(
+                v => `${v.id} (${v.impact}): ${v.help} ${v.nodes[0].target}`)""", AXE_TAGS)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"views-{scheme}.png"), full_page=True)
+            assert not violations, (scheme, violations)
+            assert not tried and not errors, (tried, errors)
+        finally:
+            context.close()

@@ -3,8 +3,9 @@
    chosen head is also drawn whole, as a query x key matrix, next to thumbnails of every layer and
    head; every weight can be read as text (a cell of the matrix, a table per head).
 
-   Hover previews a token only while none is pinned: a click, Enter or Space pins it (a second
-   click or Escape releases it), so the mouse can travel to the bars without changing the choice.
+   The mouse chooses nothing by passing over a token (it would, on its way down to the bars): a
+   click, Enter or Space pins a token (a second click or Escape releases it); the arrow keys move
+   the choice along the tokens.
 
    No library and no network: lab/views.py writes the data as JSON into the page, next to a
    <div class="mha-attn">, and this script (inlined by the same cell, or loaded once) draws it.
@@ -92,8 +93,8 @@
     controls.appendChild(directions);
 
     box.appendChild(el("p", { "class": "mha-attn-help", id: id + "-help" },
-      "Click a token to pin it (a second click or Escape releases it; hover previews only while none is pinned). "
-      + "With the keyboard: Tab to the tokens, the arrow keys, Home and End move, Enter pins."));
+      "Click a token to pin it; a second click or Escape releases it. With the keyboard: Tab to the tokens; "
+      + "the arrow keys, Home and End move along them, Enter pins."));
     var scaleNote = el("p", { "class": "mha-attn-scale", "data-part": "scale" });
     box.appendChild(scaleNote);
     var tokenBar = el("div", { "class": "mha-attn-tokens", role: "toolbar", "aria-label": "tokens",
@@ -154,8 +155,6 @@
                                     "aria-label": "token " + i + ": " + spoken(token),
                                     title: "token " + i + ": " + spoken(token),
                                     tabindex: i === state.token ? "0" : "-1" }, shown(token));
-        button.addEventListener("mouseenter", function () { if (!state.pinned) select(i, false); });
-        button.addEventListener("focus", function () { if (!state.pinned || i !== state.token) select(i, false); });
         button.addEventListener("click", function () { pin(i, !(state.pinned && state.token === i)); });
         tokenBar.appendChild(button);
       });
@@ -206,6 +205,7 @@
       Array.prototype.forEach.call(tokenBar.children, function (button, i) {
         button.setAttribute("aria-pressed", i === state.token && state.pinned ? "true" : "false");
         button.classList.toggle("mha-attn-chosen", i === state.token);
+        if (i === state.token) button.setAttribute("aria-current", "true"); else button.removeAttribute("aria-current");
         button.setAttribute("tabindex", i === state.token ? "0" : "-1");
       });
       var s = scale();
@@ -277,7 +277,7 @@
           var row = el("div", { "class": "mha-attn-thumbrow" });
           heads_.forEach(function (m, hh) {
             var b = el("button", { type: "button", "class": "mha-attn-thumb", "data-layer": String(l), "data-head": String(hh),
-                                   "aria-label": input.head_names[l][hh] + ": show its matrix" });
+                                   "aria-label": "L" + l + " H" + hh + ": " + input.head_names[l][hh] + ", show its matrix" });
             var c = el("canvas", { width: String(L), height: String(L), "aria-hidden": "true" });
             var ctx = c.getContext && c.getContext("2d");
             if (ctx) {
@@ -321,7 +321,7 @@
                                     "data-weight": String(m[i][j]),
                                     "aria-label": "query " + i + " " + spoken(input.tokens[i]) + ", key " + j + " "
                                                   + spoken(input.tokens[j]) + ": " + fixed(m[i][j]) });
-            cell.style.opacity = (0.04 + 0.96 * shade(m[i][j])).toFixed(3);
+            cell.style.setProperty("--w", (4 + 96 * shade(m[i][j])).toFixed(1) + "%");
             if (m[i][j] < 0) cell.className = "mha-attn-negative";
             row.appendChild(cell);
           }
