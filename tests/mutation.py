@@ -376,6 +376,63 @@ def _relation_holds(what, g, e, case) -> bool:
     return False
 
 
+_COUNT = re.compile(r" \(in (?P<n>\d+) of (?P<m>\d+) failing cases")
+
+
+def counted_sentences(words: str):
+    """``(text, n, m)`` of each "text (in n of m failing cases...)." sentence: they open the summary,
+    one after the other; each ends where the parenthesis its count opens closes."""
+    at = 0
+    while True:
+        found = _COUNT.search(words, at)
+        if not found:
+            return
+        depth, end = 0, found.start() + 1
+        for end in range(found.start() + 1, len(words)):
+            depth += {"(": 1, ")": -1}.get(words[end], 0)
+            if depth == 0:
+                break
+        yield words[at:found.start()].strip(), int(found["n"]), int(found["m"])
+        at = end + 2  # past ")."
+
+
+def false_aggregates(graded) -> list[str]:
+    """Each sentence that counts cases counts only the cases it is true of: "X (in N of M failing
+    cases)" has N failing cases whose own feedback is X, M failing cases in all; "the failing ones
+    are among those with R" has every failing case on one of the rungs R names."""
+    from autograder.said import plain
+
+    result, cases, outputs = graded
+    exercise = EXERCISES[result.id]
+    words = plain(result.feedback or "")
+    rows = [r for r in result.cases]
+    failing = [r for r in rows if not r.passed]
+    wrong = []
+    for text, n, m in counted_sentences(words):
+        if m != len(failing):
+            wrong.append(f"{text[:50]!r}: 'of {m} failing cases', {len(failing)} fail")
+        general = next((k for k, w in scoring.MISMATCH_WORDS.items() if text.lower() == w.lower()), None)
+        raised = re.match(r"Raised ([\w.]+)(?: at (\S+) line (\d+))?$", text)
+        if general:  # "<the kind of mismatch> (in N of M ...; 'case': its own words)"
+            own = [r for r in failing if not r.diagnosis and r.cause.get("kind") == "mismatch" and r.cause.get("what") == general]
+        elif raised:
+            own = [r for r in failing if not r.diagnosis and r.cause.get("type") == raised[1]
+                   and (not raised[2] or (r.cause.get("file"), str(r.cause.get("line"))) == (raised[2], raised[3]))]
+        else:
+            own = [r for r in failing if plain(r.feedback or "").lower().startswith(text.lower().rstrip("."))
+                   or (r.diagnosis and text.lower().startswith(plain(r.diagnosis).lower()[:60]))]
+        if len(own) != n:
+            wrong.append(f"{text[:50]!r}: 'in {n} of {m}', true of {len(own)}")
+    among = re.search(r"the failing ones are among those with (.+?)\.(?: |$)", words)
+    if among:
+        names = {name for name, _ in exercise.ladder if name in among[1]}
+        rung_of = {c.name: c.rung for c in cases if scoring.PROBE not in c.features}
+        off = [r.name for r in failing if exercise.ladder[rung_of[r.name]][0] not in names]
+        if off:
+            wrong.append(f"'the failing ones are among those with {among[1][:40]}', yet {off[:2]} is not")
+    return wrong
+
+
 def false_relations(graded) -> list[str]:
     """Each "on every case that returned it" relation checked on every such case, and its counts."""
     result, cases, outputs = graded
@@ -412,7 +469,8 @@ def run(chosen: list[Mutant], seconds: int = 20) -> dict:
         if graded is None:
             row["slow"] += 1
             continue
-        result, wrong = graded[0], false_sentences(mutant, graded) + false_relations(graded)
+        result = graded[0]
+        wrong = false_sentences(mutant, graded) + false_relations(graded) + false_aggregates(graded)
         if result.score < result.max_score - 1e-9:
             row["killed"] += 1
             row["named"] += named(result)

@@ -57,7 +57,7 @@ def _rejected_call(message: str) -> str | None:
 
 
 # The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
-_KINDS = (("of the whole (..., Lq, Lk)", "peak memory"), ("the grader measures the memory", "memory unmeasured"),
+_KINDS = (("where it must raise", "raises"), ("of the whole (..., Lq, Lk)", "peak memory"), ("the grader measures the memory", "memory unmeasured"),
           ("must be nn.Linear modules", "module types"),
           ("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
           ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
@@ -94,6 +94,7 @@ MISMATCH_WORDS = {
     "rows": "rows do not sum to one", "inputs": "an input was modified in place",
     "form": "the output has the wrong form (type or number of values)",
     "gradient": "no gradient reached an input or parameter", "values": "the values differ from the reference's",
+    "raises": "the call did not raise the exception the contract asks for on inputs it must refuse",
     "harness": "the grader's layer could not run on what your code returned",
     "peak memory": "the call held at least half of the whole score matrix at once",
     "memory unmeasured": "the call stopped the grader's measurement of the memory it allocates",

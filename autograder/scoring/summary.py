@@ -8,7 +8,7 @@ import re
 
 from ..said import slot
 from ..spec import Case, CaseError
-from .causes import sentence
+from .causes import MISMATCH_WORDS, sentence
 from .diagnoses import MATCH
 
 
@@ -237,16 +237,35 @@ def sentences(failed: list[tuple], ladder, rungs: dict[int, list[bool]], isolate
     rungs of the case ladder pass, never a cause)."""
     groups: dict = {}
     for key, text, name in failed:
-        groups.setdefault(key, [text, [], (key[0] != "bug", key[0] == "not run")])[1].append(name)
+        group = groups.setdefault(key, [text, [], (key[0] != "bug", key[0] == "not run"), key, []])
+        group[1].append(name)
+        group[4].append(text)
     parts = []
-    for text, names, _ in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
+    for text, names, _, key, texts in sorted(groups.values(), key=lambda g: (g[2], -len(g[1]))):  # stable: ties keep the order
         which = f": {'; '.join(names)}" if len(names) <= 2 and len(groups) > 1 else ""
+        if len(set(texts)) > 1 and _general(key):
+            # The cases of one cause say it in their own words (another row, another size in the
+            # message): the count goes with what all of them share, the words with one case only.
+            parts.append(f"{sentence(_general(key))} (in {len(names)} of {len(failed)} failing cases{which}; "
+                         f"{names[0]!r}: {text.rstrip('.')}).")
+            continue
         parts.append(f"{sentence(text)} (in {len(names)} of {len(failed)} failing cases{which}).")
     parts += list(facts)
     if isolated is not None:
         return " ".join(parts + isolated + ([by_part] if by_part else []))
     rungs_passed = climbed(ladder, rungs)
     return " ".join(parts + ([rungs_passed] if rungs_passed else []))
+
+
+def _general(key: tuple) -> str:
+    """What every failing case of a cause shares (``causes.cause``'s key), in the grader's words:
+    the kind of mismatch, or the exception's type and the line that raised it."""
+    if key[0] == "mismatch":
+        return MISMATCH_WORDS.get(key[1], "")
+    if key[0] == "exception" and key[1]:
+        where = key[2]
+        return f"raised {slot(key[1], 60)}" + (f" at {slot(where[0], 40)} line {where[1]}" if where else "")
+    return ""
 
 
 def climbed(ladder, rungs: dict[int, list[bool]]) -> str:
@@ -257,4 +276,9 @@ def climbed(ladder, rungs: dict[int, list[bool]]) -> str:
     if not (0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad)):
         return ""
     passed = _listed([name for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
-    return f"Every case with {passed} passes; the failing ones are among those with {ladder[first_bad][0]}."
+    # "Among those with ...": every rung some failing case is on, not only the first (an odd-d
+    # case failing beside the positions in the thousands is among neither of the other).
+    failing = [ladder[r][0] for r in sorted(rungs) if not all(rungs[r]) and r < len(ladder)]
+    if len(failing) < sum(1 for r in rungs if not all(rungs[r])):
+        return ""
+    return f"Every case with {passed} passes; the failing ones are among those with {_listed(failing, 'or')}."
