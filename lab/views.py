@@ -83,6 +83,9 @@ def _as_layers(weights, where: str, item=None) -> np.ndarray:
         if not layers or len({a.shape for a in layers}) != 1:
             raise ValueError(f"{where}: a list of layers must hold at least one layer, all of one shape; got "
                              f"{[a.shape[1:] for a in layers]}")
+        total = sum(a.size for a in layers)
+        if total > MAX_VALUES:  # before the layers are copied into one array
+            raise ValueError(f"{where}: {total:,} weights; a view shows at most {MAX_VALUES:,}")
         return np.concatenate(layers)
     array = _numpy(weights)
     if array.ndim == 4:  # a batch, as a layer returns it: one item of it is shown, never B "layers"
