@@ -21,7 +21,7 @@ not exempt the words around it: every claiming sentence is listed in ``book/clai
 quote is no longer read anywhere (a sentence edited since it was checked), and on a chapter whose
 unreviewed count rises; it reports the unreviewed count per chapter. ``python
 scripts/claims_lint.py`` prints the counts; ``--add-unlisted`` appends every unlisted claim to the
-register as ``unreviewed``.
+register as ``unreviewed``; ``--sync`` also drops the stale entries that were only ``unreviewed``.
 """
 from __future__ import annotations
 
@@ -364,8 +364,31 @@ def _yaml_quote(text):
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
 
 
+def drop_stale_unreviewed(stale, path=REGISTER):
+    """Remove the register's stale entries whose support is ``unreviewed`` (nothing checked is lost);
+    stale entries with a support stay, to be pointed at the edited sentence by hand. Returns the count."""
+    stale = set(stale)
+    text = path.read_text()
+    head, _, body = text.partition("\n- chapter: ")
+    chunks = ["- chapter: " + c for c in ("\n- chapter: " + body).split("\n- chapter: ")[1:]] if body else []
+    kept, dropped = [], 0
+    for chunk in chunks:
+        entry = (yaml.safe_load(chunk) or [{}])[0]
+        key = (entry.get("chapter"), " ".join(str(entry.get("quote", "")).split()))
+        if key in stale and str(entry.get("support")).strip() == UNREVIEWED:
+            dropped += 1
+            continue
+        kept.append(chunk.rstrip("\n"))
+    path.write_text(head + "\n" + "\n".join(kept) + "\n")
+    return dropped
+
+
 def main(argv):
     unlisted, stale, counts = check()
+    if "--sync" in argv:  # after editing prose: forget the unreviewed entries of sentences gone, list the new ones
+        print(f"dropped {drop_stale_unreviewed(stale)} stale unreviewed entries")
+        argv = [*argv, "--add-unlisted"]
+        unlisted, stale, counts = check()
     if "--add-unlisted" in argv and unlisted:
         with REGISTER.open("a") as out:
             for chapter, sentence in unlisted:

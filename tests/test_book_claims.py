@@ -123,6 +123,16 @@ REFUTED = {
     # Issue 44's refuting review of the chapters.
     "given the positions in their input instead": "RoPE rotates inside the layer; biases on the scores (T5, ALiBi) are a third family",
     "of 1,000 further random draws (the cell checks it)": "on 2 of 20 other random streams a draw misses",
+    "compute the same function in other ways, for speed and memory:": "grouped-query attention with H_kv < H is another function",
+    "here your layer took {glue:text}`vs_fused_first": "one run's ratios, which move a lot between runs (0.6 to 9.7 at L = 64)",
+    "it can {cite:p}`milakov2018`": "Milakov and Gimelshein keep m and l only; the running output is Rabe and Staats'",
+    "this chapter reproduces these experiments": "Voita et al.'s trained gates are not reproduced",
+    "into the layer used by every transformer": "GQA/MQA and RoPE models vary the layer (chapters 7 and 8)",
+    "the layer at the heart of every transformer": "GQA/MQA and RoPE models vary the layer",
+    "two heads are not always the circuit": "the circuit has 4 to 8 heads on every seed",
+    "a single pair is not always the whole circuit": "on no seed is the pair the circuit",
+    "the checks use a different size for each symbol": "split_heads is graded at L = d = 5",
+    "its attention weights are all zero and its output is zero": "the layer outputs its bias b_o there",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.
@@ -134,6 +144,7 @@ REQUIRED = {
         "an average, not a bound",
     ],
     "03_heads.ipynb": ["when $h$ divides $l$"],
+    "02_masking.ipynb": ["`-inf` gives nan in a fully masked row", "gives a fully masked row a uniform average"],
     "04_layer.ipynb": ["every size distinct"],
     "08_language_model.ipynb": [
         "a little above chance on the first copy",  # 3.6 nats on every seed, chance 3.47
@@ -144,6 +155,7 @@ REQUIRED = {
         "those sharing one head with it included",  # the top pair against every other pair
         "the circuit has a single previous-token head",  # where removing the pair is enough
         "the ends of the trained range",  # the repeat's loss at periods 5 and 20, not only 12
+        "attention without a mask does not know the order",  # a causal mask breaks the symmetry
     ],
 }
 

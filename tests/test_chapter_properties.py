@@ -234,3 +234,29 @@ PLANTED = {
 def test_each_check_fails_on_its_negation(name):
     with np.errstate(all="ignore"), pytest.raises(AssertionError):
         PLANTED[name]()
+
+
+def check_fill_values_fail_only_on_fully_masked_rows(fill_softmax):
+    """Chapter 2's headings: filling with -inf gives NaN in a fully masked row, and exact weights in
+    ordinary rows; filling with a large negative number gives a fully masked row a uniform average
+    (and ordinary rows their exact weights)."""
+    rng = RNG(8)
+    scores = rng.standard_normal((3, 4))
+    mask = np.array([[True, True, False, False], [False] * 4, [True, False, True, True]])
+    for fill in (-np.inf, -1e9):
+        with np.errstate(invalid="ignore"):
+            p = fill_softmax(np.where(mask, scores, fill))
+        ordinary = mask.any(-1)
+        assert np.allclose(p[ordinary], masking.masked_softmax(scores, mask)[ordinary])
+        if fill == -np.inf:
+            assert np.isnan(p[~ordinary]).all()
+        else:
+            assert np.allclose(p[~ordinary], 1 / mask.shape[-1])
+
+
+def test_fill_values_fail_only_on_fully_masked_rows():
+    check_fill_values_fail_only_on_fully_masked_rows(attention.softmax)
+
+
+PLANTED["fills that never fail"] = lambda: check_fill_values_fail_only_on_fully_masked_rows(
+    lambda s: np.nan_to_num(attention.softmax(np.nan_to_num(s, neginf=-1e300))))

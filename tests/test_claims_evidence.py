@@ -527,3 +527,52 @@ def test_most_graded_inputs_have_distinct_sizes():
 
 
 PLANTED["lookup"] = lambda: check_lookup_misses_now_and_then([0] * 10)  # "all" draws of every stream
+
+
+def test_grouped_query_attention_is_a_cheaper_variant_not_the_same_function():
+    """Chapter 7's opening: the fused kernel, chunks and the cache compute the same function;
+    grouped-query attention with fewer key/value heads is a cheaper variant (fewer parameters,
+    other outputs), the same only at H_kv = H."""
+    torch.manual_seed(0)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    full, grouped = efficient.GroupedQueryAttention(64, 8, 8), efficient.GroupedQueryAttention(64, 8, 2)
+    assert count(grouped) < count(full)
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        grouped.W_q.load_state_dict(full.W_q.state_dict())  # the same queries: still other outputs
+        assert not torch.allclose(grouped(x), full(x))
+    assert "or a cheaper variant of it (grouped-query attention)" in _flat(_markdown("07_beyond.ipynb"))
+
+
+def test_a_fully_masked_item_gets_the_layer_s_output_bias():
+    """The glossary: a fully masked row's attention output is zero; after W_o the layer outputs b_o."""
+    torch.manual_seed(0)
+    mha = layer.MultiHeadAttention(12, 3).double().eval()
+    x = torch.randn(2, 4, 12, dtype=torch.float64)
+    mask = torch.ones(2, 1, 4, dtype=torch.bool)
+    mask[1] = False  # item 1: no key allowed
+    with torch.no_grad():
+        out, weights = mha(x, x, x, mask=mask)
+    assert (weights[1] == 0).all()
+    assert torch.allclose(out[1], mha.W_o.bias.expand(4, 12))
+    assert "(after $W_o$, a layer outputs its bias $b_o$)" in (BOOK / "glossary.md").read_text().replace("\n  ", " ")
+
+
+def check_circuits_exceed_a_pair(sizes):
+    """Chapter 8: two heads are never the whole circuit here: more than two heads at either cut."""
+    assert all(low > 2 and high > 2 for low, high in sizes), sizes
+
+
+def test_the_circuit_is_never_a_pair(induction_models):
+    period = induction.TEST_PERIOD
+    for batch in (0, 1, 2):
+        tokens = induction.repeated_batch(64, period, batch)
+        sizes = []
+        for model in induction_models:
+            previous, ind = _scores(model, tokens, period)
+            size = lambda cut: int((previous[0] > cut).sum() + (ind[1] > cut).sum())  # noqa: E731
+            sizes.append((size(induction.THRESHOLD), size(0.6)))
+        check_circuits_exceed_a_pair(sizes)
+
+
+PLANTED["circuit_pair"] = lambda: check_circuits_exceed_a_pair([(5, 4), (2, 2)])
