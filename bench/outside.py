@@ -6,7 +6,8 @@ API that keeps its bugs and conventions. Its ``OUTSIDE`` dict, written by hand, 
 right grade is: ``verdict`` ("full": full marks and nothing said; "loses": below full marks,
 ``failing`` optionally a regex that some failing case's name matches), ``cause`` (the real
 cause, one sentence), ``named`` (regexes, any of which found in the grader's words names that
-cause) and ``false`` (regexes of sentences that would be false of this code). The dict is read
+cause) and ``false`` (regexes of sentences that would be false of this code); both are matched
+against the words with every case's name taken out (a case's name says which inputs, not why). The dict is read
 with ``ast`` (the code is never imported in this process).
 
 Every file is graded as a learner's submission would be: a copy of ``solutions/`` with the
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import html
 import json
 import os
 import re
@@ -114,6 +116,7 @@ class Graded:
     max_score: float = 0.0
     status: str = ""
     words: str = ""
+    claims: str = ""  # the words without the cases' names (see claims_of)
     failing: list = field(default_factory=list)
     error: str = ""
 
@@ -132,18 +135,18 @@ class Graded:
 
     @property
     def named(self) -> bool:
-        return any(re.search(p, self.words, re.I) for p in self.meta["named"])
+        return any(re.search(p, self.claims, re.I) for p in self.meta["named"])
 
     def false_sentences(self) -> list[str]:
-        wrong = [f"matches {p!r}: {_around(self.words, p)}" for p in self.meta["false"]
-                 if re.search(p, self.words, re.I)]
+        wrong = [f"matches {p!r}: {_around(self.claims, p)}" for p in self.meta["false"]
+                 if re.search(p, self.claims, re.I)]
         said = [line for line in self.words.splitlines() if not re.match(r"(?i)^note:", line.strip())]
         if self.meta["verdict"] == "full" and self.full and said:
             wrong.append(f"full marks, yet said: {' / '.join(said)[:200]!r}")
         return wrong
 
     def review(self) -> list[str]:
-        return sorted({s for s in sentences(self.words) if BLAMES_INPUT.search(s)})
+        return sorted({s for s in sentences(self.claims) if BLAMES_INPUT.search(s)})
 
 
 def _around(text: str, pattern: str) -> str:
@@ -172,6 +175,15 @@ def words_of(exercise: str, report: dict, markdown: str) -> tuple[str, dict]:
     text = "\n".join(p for p in parts if p)
     # the status line, the pass/fail list of the cases and an empty cell say nothing about a cause
     return "\n".join(line for line in text.splitlines() if not QUIET_LINE.match(line.strip())), ex
+
+
+def claims_of(words: str, case_names: list[str]) -> str:
+    """The words as plain text (Markdown and HTML escapes undone) with every case's name replaced by
+    ‹case›: a name says which inputs, never a cause ("a fully masked row" is a case, not a diagnosis)."""
+    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", html.unescape(words.replace("<br>", "\n")))
+    for name in sorted(set(case_names), key=len, reverse=True):
+        text = text.replace(name, "‹case›")
+    return text
 
 
 def grade(chosen: list[tuple[Path, dict]], seed: int = 0, jobs: int = 1, timeout: float = 600,
@@ -206,6 +218,7 @@ def grade(chosen: list[tuple[Path, dict]], seed: int = 0, jobs: int = 1, timeout
                     graded.score, graded.max_score = float(ex["score"]), float(ex["max_score"])
                     graded.status = ex.get("status", "")
                     graded.failing = [c["name"] for c in ex.get("cases", []) if not c.get("passed")]
+                    graded.claims = claims_of(graded.words, [c["name"] for c in ex.get("cases", [])])
                 except (OSError, ValueError, KeyError, StopIteration) as err:
                     graded.error = f"no report ({type(err).__name__}: {err}); batch said: {run.stderr[-400:]}"
                 results.append(graded)

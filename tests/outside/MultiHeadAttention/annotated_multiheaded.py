@@ -21,7 +21,7 @@ OUTSIDE = {
     "licence": "MIT",
     "verdict": "loses",
     "cause": "masked scores are -1e9 (fully masked rows uniform, not zero), kdim/vdim and bias=False are not supported (every projection is Linear(d_model, d_model) with bias), head_mask is ignored, the returned weights are after dropout, and there is no from_torch.",
-    "named": [r"fully masked", r"kdim|vdim", r"head_mask", r"from_torch", r"bias"],
+    "named": [r"fully masked", r"kdim|vdim", r"head_mask", r"from_torch", r"bias=False|without (a )?bias|has a bias"],
     "false": [r"without the 1/sqrt|not scaled", r"float64 for float32"],
 }
 

@@ -21,7 +21,7 @@ OUTSIDE = {
     "licence": "unknown",
     "verdict": "loses",
     "cause": "k and v are viewed with the query's length (Lq != Lk raises), masking subtracts a finite 10000 (fully masked rows uniform), the weights are not returned, and kdim/vdim, bias=False, head_mask and from_torch are not supported.",
-    "named": [r"Lq != Lk|Lq < Lk|query('s)? length|time", r"fully masked|10000", r"weights", r"kdim|vdim|head_mask|from_torch|bias"],
+    "named": [r"assumes Lq = Lk|query('s)? length", r"fully masked|10000", r"weights (is|are) None|no weights|NoneType", r"kdim|vdim|head_mask|from_torch|bias=False"],
     "false": [r"without the 1/sqrt|not scaled", r"float64 for float32"],
 }
 

@@ -19,8 +19,8 @@ OUTSIDE = {
     "licence": "MIT / AGPL-3.0",
     "verdict": "loses",
     "failing": r"causal",
-    "cause": "it has no causal masking: with causal=True every query still attends to every key.",
-    "named": [r"causal (is |flag )?(ignored|not applied|has no effect)|ignor\w+ (the )?causal|without (the )?causal|not causal"],
+    "cause": "it has no causal masking (with causal=True every query still attends to every key), and it keeps every chunk's exp weights and values until the end (torch.stack over chunks), as much memory as the full score matrix.",
+    "named": [r"causal (is |flag )?(ignored|not applied|has no effect)|ignor\w+ (the )?causal|without (the )?causal|not causal", r"memory|score matrix"],
     "false": [r"float32|dtype", r"chunk_size (does not|that does not) divide|divid\w+ Lk"],
 }
 

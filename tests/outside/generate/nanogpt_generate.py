@@ -17,7 +17,7 @@ OUTSIDE = {
     "licence": "MIT",
     "verdict": "loses",
     "cause": "temperature 0 is not greedy (logits / 0 gives inf/NaN and multinomial fails), sampling ignores the generator (torch.multinomial without generator=), and use_cache is ignored (no model.new_caches()).",
-    "named": [r"temperature (0|zero)|greedy|argmax|divid\w+ by (the )?temperature|/ 0", r"generator"],
+    "named": [r"temperature (0|zero)|not greedy|argmax|divid\w+ by (the )?temperature|/ 0", r"generator", r"new_caches|one new token per call"],
     "false": [r"float64|dtype"],
 }
 

@@ -16,7 +16,7 @@ OUTSIDE = {
     "licence": "none stated",
     "verdict": "loses",
     "cause": "it always samples (no greedy decoding at temperature 0, no temperature at all), without the caller's generator, and never uses the cache.",
-    "named": [r"temperature|greedy|argmax", r"generator", r"new_caches|one new token per call|cache"],
+    "named": [r"temperature (is )?ignored|not greedy|argmax|greedy (decoding|at temperature)", r"generator", r"new_caches|one new token per call"],
     "false": [r"float64|dtype"],
 }
 

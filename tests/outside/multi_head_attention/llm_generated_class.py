@@ -19,7 +19,7 @@ OUTSIDE = {
     "verdict": "loses",
     "cause": "np.transpose is called with TensorFlow's perm= keyword, so every call raises TypeError in split_into_heads.",
     "named": [r"TypeError|perm"],
-    "false": [r"Lq != Lk", r"float64 for float32"],
+    "false": [r"fails (on|with) Lq != Lk|assumes Lq = Lk", r"float64 for float32"],
 }
 
 

@@ -15,7 +15,8 @@ OUTSIDE = {
     "licence": "none stated",
     "verdict": "loses",
     "cause": "K and V are reshaped with the query's seq_len (Lq != Lk raises) and d_model of the query (E_k, d_v differ fail), biases and the mask are ignored, and no weights are returned.",
-    "named": [r"Lq != Lk|query('s)? length|seq_len", r"bias", r"mask", r"weights"],
+    "named": [r"assumes Lq = Lk|with Lq != Lk it raises|query('s)? length|seq_len", r"bias(es)? (is |are )?(ignored|missing|not added)|without (the )?bias",
+              r"mask (is )?ignored|ignor\w+ the mask", r"weights (is|are) None|no weights|NoneType"],
     "false": [r"without the 1/sqrt|not scaled", r"float64 for float32"],
 }
 

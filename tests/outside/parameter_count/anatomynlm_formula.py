@@ -16,7 +16,7 @@ OUTSIDE = {
     "verdict": "loses",
     "failing": r"output_dim",
     "cause": "the formula assumes the output width equals the query width (W_o is M*d_v x d_e and b_o has d_e entries): output_dim is not used.",
-    "named": [r"output_dim"],
+    "named": [r"output_dim (is )?(ignored|not used|unused|has no effect)|ignor\w+ output_dim|as if output_dim"],
     "false": [r"bias=False (is )?(wrong|ignored)", r"value_dim (is )?(ignored|wrong)"],
 }
 

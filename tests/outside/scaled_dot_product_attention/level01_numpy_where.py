@@ -15,9 +15,9 @@ OUTSIDE = {
     "licence": "unknown",
     "verdict": "loses",
     "failing": r"fully masked",
-    "cause": "masked scores become -1e9, not excluded: a fully masked row gets uniform weights (the mean of the values) instead of zeros.",
-    "named": [r"fully masked", r"-1e9|large negative|uniform"],
-    "false": [r"without the 1/sqrt", r"transpos", r"float64 for float32"],
+    "cause": "masked scores become -1e9, not excluded (a fully masked row gets uniform weights, the mean of the values, instead of zeros), and the scale np.sqrt(d) is a float64 scalar that promotes float32 scores to float64.",
+    "named": [r"fully masked", r"-1e9|large negative|uniform", r"float64 for float32"],
+    "false": [r"without the 1/sqrt", r"transpos"],
 }
 
 
