@@ -15,7 +15,8 @@ not exempt the words around it: every claiming sentence is listed in ``book/clai
   anything else, free text included, counts as ``unreviewed``: listed, not backed;
 * for a sentence that cites (``{cite:t}``/``{cite:p}``), ``passage``: the paper's key, the section
   or page, and the words the sentence rests on, so that a reviewer can compare the two; a cited
-  sentence without one counts as unreviewed whatever its support.
+  sentence without one counts as unreviewed whatever its support. A sentence that only reports
+  what its source says may give ``support: passage``: the quoted words are then its support.
 
 ``tests/test_claims_lint.py`` fails on a claiming sentence that is not listed, on an entry whose
 quote is no longer read anywhere (a sentence edited since it was checked), and on a chapter whose
@@ -350,7 +351,10 @@ def check(register=None, paths=None):
                 unlisted.append((name, sentence))
                 continue
             kind = kind_of_support(entry["support"], asserting)
-            if how == "cite" and not str(entry.get("passage", "")).strip():
+            has_passage = bool(str(entry.get("passage", "")).strip())
+            if how == "cite" and str(entry["support"]).strip() == "passage" and has_passage:
+                kind = "passage"  # a sentence that only reports its source: the quoted words back it
+            elif how == "cite" and not has_passage:
                 kind = UNREVIEWED
             count[kind] += 1
         stale += [(name, quote) for quote in document_listed if quote not in present]
@@ -395,13 +399,10 @@ def main(argv):
                 out.write(f"- chapter: {chapter}\n  quote: {_yaml_quote(sentence)}\n  support: {UNREVIEWED}\n")
         print(f"added {len(unlisted)} unlisted claims as {UNREVIEWED}")
         unlisted, stale, counts = check()
-    print(f"{'document':<28}{'claims':>7}{'glue':>6}{'cite':>6}{'test':>6}{'cell':>6}{'bench':>6}{'unrev.':>8}")
-    for name, c in counts.items():
-        print(f"{name:<28}{c['claims']:>7}{c['glue']:>6}{c['cite']:>6}{c['test']:>6}{c['cell']:>6}{c['bench']:>6}"
-              f"{c['unreviewed']:>8}")
-    total = sum(counts.values(), Counter())
-    print(f"{'all':<28}{total['claims']:>7}{total['glue']:>6}{total['cite']:>6}{total['test']:>6}{total['cell']:>6}"
-          f"{total['bench']:>6}{total['unreviewed']:>8}")
+    columns = ("claims", "glue", "cite", "test", "cell", "bench", "passage", "unreviewed")
+    print(f"{'document':<28}" + "".join(f"{c[:7]:>8}" for c in columns))
+    for name, c in [*counts.items(), ("all", sum(counts.values(), Counter()))]:
+        print(f"{name:<28}" + "".join(f"{c[k]:>8}" for k in columns))
     for chapter, sentence in unlisted:
         print(f"UNLISTED {chapter}: {sentence}")
     for chapter, quote in stale:

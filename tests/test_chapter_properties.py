@@ -260,3 +260,141 @@ def test_fill_values_fail_only_on_fully_masked_rows():
 
 PLANTED["fills that never fail"] = lambda: check_fill_values_fail_only_on_fully_masked_rows(
     lambda s: np.nan_to_num(attention.softmax(np.nan_to_num(s, neginf=-1e300))))
+
+
+# ------------------------------------------------------------------ chapter 3: contracts of split and merge
+
+def check_split_and_merge_contracts(split_heads, merge_heads):
+    """Chapter 3: both accept any number of leading axes, keep the dtype and leave x unmodified;
+    split_heads raises ValueError when num_heads does not divide the features; merge_heads is its
+    inverse, position i getting [head_0[i], ..., head_{H-1}[i]]; the round trip is exact."""
+    rng = RNG(9)
+    for lead in ((), (3,), (2, 2)):
+        for length, h, d in ((1, 1, 1), (5, 3, 4), (2, 6, 1), (4, 2, 3)):
+            for dtype in (np.float32, np.float64):
+                x = rng.standard_normal((*lead, length, h * d)).astype(dtype)
+                before = x.copy()
+                split = split_heads(x, h)
+                merged = merge_heads(split)
+                assert np.array_equal(x, before), "split_heads modified x"
+                assert merged.dtype == dtype and np.array_equal(merged, x), "the round trip is not exact"
+                for i in range(length):
+                    assert np.array_equal(merged[..., i, :], np.concatenate([split[..., j, i, :] for j in range(h)], -1))
+    for features, h in ((10, 3), (7, 2), (4, 8)):
+        with pytest.raises(ValueError):
+            split_heads(np.zeros((2, 3, features)), h)
+
+
+def test_split_and_merge_contracts():
+    check_split_and_merge_contracts(heads.split_heads, heads.merge_heads)
+
+
+def test_a_plain_reshape_has_the_entries_it_needs():
+    """Chapter 3: (B, L, H*d) and (B, H, L, d) hold the same number of entries, so reshape takes
+    one to the other directly, and only moves entries in memory order (never computes)."""
+    x = np.arange(2 * 5 * 12, dtype=float).reshape(2, 5, 12)
+    plain = x.reshape(2, 3, 5, 4)
+    assert plain.size == x.size and np.array_equal(np.sort(plain.ravel()), x.ravel()) and np.array_equal(plain.ravel(), x.ravel())
+
+
+# ------------------------------------------------------------------ chapter 4: the layer
+
+def _params(rng, e_in, h, dk, dv, e_out, bias=True, kdim=None, vdim=None):
+    p = {"W_q": rng.standard_normal((e_in, h * dk)), "W_k": rng.standard_normal((kdim or e_in, h * dk)),
+         "W_v": rng.standard_normal((vdim or e_in, h * dv)), "W_o": rng.standard_normal((h * dv, e_out))}
+    if bias:
+        p |= {"b_q": rng.standard_normal(h * dk), "b_k": rng.standard_normal(h * dk),
+              "b_v": rng.standard_normal(h * dv), "b_o": rng.standard_normal(e_out)}
+    return p
+
+
+def check_layer_is_heads_concatenated(mha):
+    """Chapter 4: the layer computes each head with its own column blocks of W_q, W_k, W_v (one large
+    matrix product replaces H small ones, one batched computation), concatenates the heads and mixes
+    them with one W_o; the concatenation times W_o equals the sum over heads of each head's output
+    times its row block of W_o."""
+    rng = RNG(10)
+    for b, lq, lk, e, h, dk, dv, e_out in ((2, 3, 5, 6, 2, 3, 2, 4), (1, 4, 4, 8, 4, 1, 3, 5), (2, 2, 3, 6, 6, 2, 2, 6)):
+        q, kv = rng.standard_normal((b, lq, e)), rng.standard_normal((b, lk, e))
+        p = _params(rng, e, h, dk, dv, e_out)
+        out = mha(q, kv, kv, p, h)
+        out = out[0] if isinstance(out, tuple) else out
+        per_head, summed = [], 0
+        for j in range(h):
+            cols_k, cols_v = slice(j * dk, (j + 1) * dk), slice(j * dv, (j + 1) * dv)
+            o, _ = attention.scaled_dot_product_attention(q @ p["W_q"][:, cols_k] + p["b_q"][cols_k],
+                                                          kv @ p["W_k"][:, cols_k] + p["b_k"][cols_k],
+                                                          kv @ p["W_v"][:, cols_v] + p["b_v"][cols_v])
+            per_head.append(o)
+            summed = summed + o @ p["W_o"][cols_v]
+        concatenated = np.concatenate(per_head, -1) @ p["W_o"] + p["b_o"]
+        assert np.allclose(out, concatenated) and np.allclose(concatenated, summed + p["b_o"])
+
+
+def test_layer_is_heads_concatenated():
+    from solutions import layer
+    check_layer_is_heads_concatenated(layer.multi_head_attention)
+
+
+def check_parameter_count(parameter_count):
+    """Chapter 4: three projections from query_dim to num_heads * key_dim (the values to num_heads *
+    value_dim), W_o from num_heads * value_dim to output_dim, a bias each when bias=True; at a fixed
+    key_dim the count grows linearly in H; at key_dim = E / H it is the same for every H."""
+    for e, h, dk, dv, e_out, bias in ((512, 8, 64, None, None, True), (12, 3, 5, 7, 9, True), (6, 2, 4, 4, 6, False)):
+        dv_, e_out_ = dv or dk, e_out or e
+        expected = 2 * (e * h * dk) + e * h * dv_ + h * dv_ * e_out_
+        if bias:
+            expected += 2 * h * dk + h * dv_ + e_out_
+        assert parameter_count(e, h, dk, dv, e_out, bias) == expected, (e, h, dk)
+    counts = [parameter_count(64, h, 16) for h in (1, 2, 3, 4)]
+    assert len({b - a for a, b in zip(counts, counts[1:])}) == 1 and counts[1] > counts[0]
+    assert len({parameter_count(64, h, 64 // h) for h in (1, 2, 4, 8, 16)}) == 1
+
+
+def test_parameter_count():
+    from solutions import layer
+    check_parameter_count(layer.parameter_count)
+
+
+def test_the_module_s_parts_and_pytorch_s_packing():
+    """Chapter 4: the module has four nn.Linear named W_q (E -> E), W_k (kdim -> E), W_v (vdim -> E),
+    W_o, head_dim = E // H, a ValueError when H does not divide E; dropout 0 makes training mode the
+    same function. PyTorch packs in_proj_weight (3E, E) when kdim == vdim == E, separate otherwise."""
+    import torch
+    from solutions import layer
+    m = layer.MultiHeadAttention(12, 3, kdim=5, vdim=7)
+    assert [type(getattr(m, n)).__name__ for n in ("W_q", "W_k", "W_v", "W_o")] == ["Linear"] * 4
+    assert (m.W_k.in_features, m.W_v.in_features, m.head_dim) == (5, 7, 4)
+    with pytest.raises(ValueError):
+        layer.MultiHeadAttention(10, 3)
+    torch.manual_seed(0)
+    m = layer.MultiHeadAttention(12, 3)
+    x = torch.randn(2, 4, 12)
+    with torch.no_grad():
+        assert torch.equal(m.train()(x, x, x)[0], m.eval()(x, x, x)[0])
+    packed, separate = torch.nn.MultiheadAttention(12, 3), torch.nn.MultiheadAttention(12, 3, kdim=5, vdim=7)
+    assert packed.in_proj_weight.shape == (36, 12) and packed.q_proj_weight is None
+    assert separate.in_proj_weight is None and separate.k_proj_weight.shape == (12, 5)
+
+
+def test_unit_normal_over_fan_in_keeps_unit_variance():
+    """Chapter 4's comment: weights drawn N(0, 1/fan_in) give unit-variance inputs unit-variance
+    projections; a softmax over scores that are all -inf computes 0/0."""
+    rng = RNG(11)
+    for fan_in in (16, 256):
+        x, w = rng.standard_normal((4000, fan_in)), rng.standard_normal((fan_in, 64)) / np.sqrt(fan_in)
+        assert abs((x @ w).var() - 1) < 0.1
+    with np.errstate(invalid="ignore"):
+        row = np.full(3, -np.inf)
+        assert np.isnan(np.exp(row - row.max()) / np.exp(row - row.max()).sum()).all()
+
+
+PLANTED |= {
+    "merge without the transpose": lambda: check_split_and_merge_contracts(
+        heads.split_heads, lambda x: np.asarray(x).reshape(*np.shape(x)[:-3], np.shape(x)[-2], -1)),
+    "layer without W_o": lambda: check_layer_is_heads_concatenated(
+        lambda q, k, v, p, h: __import__("solutions.layer", fromlist=["x"]).multi_head_attention(
+            q, k, v, {**p, "W_o": np.eye(p["W_o"].shape[0], p["W_o"].shape[1])}, h)),
+    "parameter count without biases": lambda: check_parameter_count(
+        lambda *a, **k: __import__("solutions.layer", fromlist=["x"]).parameter_count(*a[:5], bias=False)),
+}
