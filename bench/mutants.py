@@ -2,9 +2,11 @@
 
 The mutator and the checks are ``tests/mutation.py`` (``tests/test_mutants.py`` runs a fixed
 sample in ``make test``). Per exercise: mutants made, killed (lose points), named (a killed
-mutant whose feedback names a cause: a known bug, or a feature an intervention or a minimal
-pair isolates; "truly": named with every sentence true), too slow (over the per-mutant limit), and
-false sentences. Exits non-zero on
+mutant whose feedback names a cause: a known bug, generated or listed, a relation between its
+output and the reference's on every case, or the line that raised where one input flips the
+outcome; "truly": named with every sentence true), located (not named, but an intervention or a
+minimal pair of cases says which inputs fail), too slow (over the per-mutant limit), and false
+sentences (every diagnosis, relation, pair and counted aggregate is re-checked on the cases). Exits non-zero on
 any false sentence.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/mutants.py [--per-exercise N] [--exercise ID ...]
@@ -36,16 +38,16 @@ def main(argv=None) -> int:
     chosen = (mutation.sample(args.exercise, args.per_exercise) if args.per_exercise
               else [m for e in args.exercise for m in mutation.mutants(e)])
     table = mutation.run(chosen, args.seconds)
-    print(f"{'exercise':30} {'mutants':>8} {'killed':>7} {'named':>6} {'named %':>8} {'truly %':>8} {'slow':>5} "
-          f"{'false':>6}")
-    totals = {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "slow": 0, "false": []}
+    print(f"{'exercise':30} {'mutants':>8} {'killed':>7} {'named':>6} {'named %':>8} {'truly %':>8} {'located':>8} "
+          f"{'slow':>5} {'false':>6}")
+    totals = {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "located": 0, "slow": 0, "false": []}
     for exercise, row in [*table.items(), ("all", totals)]:
         if exercise != "all":
             for k in totals:
                 totals[k] += row[k]
         share, truly = (f"{100 * row[k] / row['killed']:.0f}%" if row["killed"] else "-" for k in ("named", "truly"))
         print(f"{exercise:30} {row['mutants']:8} {row['killed']:7} {row['named']:6} {share:>8} {truly:>8} "
-              f"{row['slow']:5} {len(row['false']):6}")
+              f"{row['located']:8} {row['slow']:5} {len(row['false']):6}")
     print(f"({time.perf_counter() - started:.0f} s)")
     for exercise, row in table.items():
         for sentence in row["false"]:

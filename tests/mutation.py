@@ -35,17 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from autograder import scoring
-from autograder.grading import judge
+from autograder.grading import catalogue, judge
 from autograder.grading.exercises import EXERCISES
 from autograder.spec import MODULE_OF, CaseError
 
 ROOT = Path(__file__).resolve().parents[1]
-DROPPED_CALLS = {"swapaxes", "transpose", "sqrt", "exp", "softmax", "masked_softmax", "contiguous", "float",
-                 "clone", "copy", "astype", "to", "flatten", "reshape", "view"}
-AXIS_WORDS = {"axis", "dim"}
-# A call swapped for its sibling (the same arguments): the reduction or the function next to it.
-SWAPPED_CALLS = {"max": "min", "amax": "amin", "argmax": "argmin", "sum": "mean", "mean": "sum",
-                 "sqrt": "square", "sin": "cos", "cos": "sin", "maximum": "minimum"}
 
 
 @dataclass
@@ -55,127 +49,11 @@ class Mutant:
     implementation: object
 
 
-class _Edit(ast.NodeTransformer):
-    """Applies the ``target``-th possible edit (counting in visiting order); counts them all."""
-
-    def __init__(self, target: int):
-        self.target, self.seen, self.what = target, 0, ""
-
-    def _take(self, node, replacement, words):
-        here = self.seen == self.target
-        self.seen += 1
-        if here:
-            self.what = f"line {getattr(node, 'lineno', '?')}: {words}"
-            return replacement
-        return None
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        swaps = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
-                 ast.FloorDiv: ast.Div}
-        new = swaps.get(type(node.op))
-        if new is None:
-            return node
-        done = self._take(node, ast.BinOp(node.left, new(), node.right),
-                          f"{type(node.op).__name__} -> {new.__name__}")
-        return done or node
-
-    def visit_Compare(self, node):
-        self.generic_visit(node)
-        swaps = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-                 ast.NotEq: ast.Eq}
-        new = swaps.get(type(node.ops[0]))
-        if new is None:
-            return node
-        done = self._take(node, ast.Compare(node.left, [new(), *node.ops[1:]], node.comparators),
-                          f"{type(node.ops[0]).__name__} -> {new.__name__}")
-        return done or node
-
-    def visit_Constant(self, node):
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return node
-        if isinstance(value, int):
-            done = self._take(node, ast.Constant(value + 1), f"{value} -> {value + 1}")
-            return done or self._take(node, ast.Constant(value - 1), f"{value} -> {value - 1}") or node
-        if value == 0:  # 0.0 doubled is 0.0: no edit
-            return node
-        return self._take(node, ast.Constant(value * 2), f"{value} -> {value * 2}") or node
-
-    def visit_UnaryOp(self, node):
-        self.generic_visit(node)
-        if isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
-            return self._take(node, node.operand, "-x -> x") or node
-        return node
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if name in SWAPPED_CALLS:  # max for min, sum for mean, sqrt for square, ...: one reduction for another
-            other = SWAPPED_CALLS[name]
-            renamed = copy.copy(node)
-            renamed.func = (ast.Attribute(node.func.value, other, ast.Load()) if isinstance(node.func, ast.Attribute)
-                            else ast.Name(other, ast.Load()))
-            done = self._take(node, renamed, f"{name}(...) -> {other}(...)")
-            if done is not None:
-                return done
-        if name in DROPPED_CALLS:
-            first = node.args[0] if node.args and not isinstance(node.func, ast.Attribute) else (
-                node.func.value if isinstance(node.func, ast.Attribute) and name not in ("sqrt", "exp", "softmax",
-                                                                                            "masked_softmax")
-                else node.args[0] if node.args else None)
-            if first is not None:
-                done = self._take(node, first, f"{name}(...) dropped")
-                if done is not None:
-                    return done
-        for i, kw in enumerate(node.keywords):
-            if kw.arg in AXIS_WORDS and isinstance(kw.value, (ast.Constant, ast.UnaryOp)):
-                if isinstance(kw.value, ast.Constant) and kw.value.value == 0:  # already axis 0: no edit
-                    continue
-                moved = copy.copy(node)
-                moved.keywords = [*node.keywords[:i], ast.keyword(kw.arg, ast.Constant(0)), *node.keywords[i + 1:]]
-                done = self._take(node, moved, f"{kw.arg}=... -> {kw.arg}=0")
-                if done is not None:
-                    return done
-            if kw.arg == "keepdims":
-                dropped = copy.copy(node)
-                dropped.keywords = [k for k in node.keywords if k is not kw]
-                done = self._take(node, dropped, "keepdims dropped")
-                if done is not None:
-                    return done
-        return node
-
-
-def _owner(tree: ast.Module, name: str):
-    return next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
-
-
-def _load(module: str, tree: ast.Module, name: str):
-    """The exercise's object from ``tree`` run as a module of the ``solutions`` package."""
-    mod = types.ModuleType(f"solutions._mutant_{module}")
-    mod.__package__ = "solutions"
-    mod.__file__ = str(ROOT / "solutions" / f"{module}.py")
-    exec(compile(ast.fix_missing_locations(tree), mod.__file__, "exec"), mod.__dict__)  # noqa: S102  our own code
-    return getattr(mod, name)
-
-
 def mutants(exercise_id: str) -> list[Mutant]:
-    """Every mutant of ``exercise_id``'s function or class in ``solutions/`` that imports."""
-    module = MODULE_OF[exercise_id]
-    source = (ROOT / "solutions" / f"{module}.py").read_text()
-    counter = _Edit(-1)
-    counter.visit(_owner(ast.parse(source), exercise_id))
-    found = []
-    for target in range(counter.seen):
-        tree = ast.parse(source)
-        edit = _Edit(target)
-        owner = _owner(tree, exercise_id)
-        tree.body[tree.body.index(owner)] = edit.visit(owner)
-        try:
-            found.append(Mutant(exercise_id, edit.what, _load(module, tree, exercise_id)))
-        except Exception:  # an edit that does not compile or import is no mutant
-            continue
-    return found
+    """Every mutant of ``exercise_id``'s function or class in ``solutions/`` that imports
+    (``autograder.grading.catalogue``'s edits)."""
+    return [Mutant(exercise_id, what, implementation)
+            for what, _, implementation in catalogue.edits(MODULE_OF[exercise_id], exercise_id)]
 
 
 def sample(exercise_ids, per_exercise: int) -> list[Mutant]:
@@ -203,6 +81,7 @@ def grade(mutant: Mutant, seconds: int = 20):
 
     previous = signal.signal(signal.SIGALRM, stop)
     signal.alarm(seconds)
+    catalogue.EXCLUDED.add(mutant.what)  # no mutant is named by its own edit
     try:
         cases = judge.in_process_cases(exercise)
         ns = judge.reference.namespace({exercise.id: mutant.implementation})
@@ -219,9 +98,27 @@ def grade(mutant: Mutant, seconds: int = 20):
     except _TooSlow:
         return None
     finally:
+        catalogue.EXCLUDED.discard(mutant.what)
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     return result, cases, outputs
+
+
+def keeps_full_marks(mutant: Mutant) -> bool:
+    """Whether the mutant passes every graded case (scores only: no diagnosis is looked for)."""
+    exercise = EXERCISES[mutant.exercise]
+    ns = judge.reference.namespace({exercise.id: mutant.implementation})
+    for case in judge.in_process_cases(exercise):
+        if scoring.PROBE in case.features:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                got = judge.run_driver(case, ns)
+        except Exception:  # noqa: BLE001  a crash loses the case's points
+            return False
+        if not _passes(case, got):
+            return False
+    return True
 
 
 def _passes(case, got) -> bool:
@@ -231,7 +128,7 @@ def _passes(case, got) -> bool:
 _INTERVENTION = re.compile(r"'(?P<name>[^']+)' fails(?P<local> with [^:']+?)? and passes with its (?P<feature>.+?) "
                            r"alone changed to ")
 _ASSUMES = re.compile(r"instead passes \('(?P<name>[^']+)', (?P<feature>.+?) alone changed\)")
-_PAIR = re.compile(r"\('([^']+)' fails, '([^']+)' passes\)|\('([^']+)' vs '([^']+)'\)")
+_PAIR = re.compile(r"'([^']+)' fails and '([^']+)' passes, and their inputs differ only|\('([^']+)' vs '([^']+)'\)")
 
 
 def false_sentences(mutant: Mutant, graded) -> list[str]:
@@ -251,7 +148,7 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
         if not row.diagnosis:
             continue
         i = by_name[row.name]
-        ways = judge.variants(exercise.bugs[row.diagnosis])
+        ways = judge.variants(judge.known_bugs(exercise)[row.diagnosis])
         expected = judge.reference_output(cases[i])
         held = False
         for way in ways:
@@ -453,8 +350,15 @@ def named(result) -> bool:
     """Whether the feedback names a cause: a known bug, a relation between the output and the
     reference's that holds on every case, or a feature blamed by an intervention or a pair."""
     return any(r.diagnosis for r in result.cases) or bool(
-        re.search(r"Correct on |Your code assumes |alone changes the outcome|, on every case that returned it",
+        re.search(r", on every case that returned it|your code raises .*(?:instead passes|, passes \()",
                   result.feedback or ""))
+
+
+def located(result) -> bool:
+    """Whether the feedback says where the code fails without naming what: an intervention or a
+    minimal pair of cases (which inputs fail), or a relation said of the failing cases only."""
+    return bool(re.search(r"alone changed to |, and their inputs differ only in |where your \w+ differs from",
+                          result.feedback or ""))
 
 
 def run(chosen: list[Mutant], seconds: int = 20) -> dict:
@@ -462,8 +366,8 @@ def run(chosen: list[Mutant], seconds: int = 20) -> dict:
     sentence), "slow", "false": [...], "unnamed": [...]}``."""
     table: dict = {}
     for mutant in chosen:
-        row = table.setdefault(mutant.exercise, {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "slow": 0,
-                                                 "false": [], "unnamed": []})
+        row = table.setdefault(mutant.exercise, {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "located": 0,
+                                                 "slow": 0, "false": [], "unnamed": [], "seconds": 0.0})
         row["mutants"] += 1
         graded = grade(mutant, seconds)
         if graded is None:
@@ -475,6 +379,7 @@ def run(chosen: list[Mutant], seconds: int = 20) -> dict:
             row["killed"] += 1
             row["named"] += named(result)
             row["truly"] += named(result) and not wrong  # every sentence of it true
+            row["located"] += located(result) and not named(result)
             if not named(result):
                 row["unnamed"].append(f"{mutant.what}: {result.feedback}")
         row["false"] += [f"{mutant.what}: {w}" for w in wrong]

@@ -7,12 +7,12 @@ import mutation
 
 from autograder.grading.exercises import EXERCISES
 
-PER_EXERCISE = 10
+PER_EXERCISE = 8
 
 
 def test_every_sentence_said_of_a_mutant_is_true_of_it(capsys):
     chosen = mutation.sample(list(EXERCISES), PER_EXERCISE)
-    assert len(chosen) >= 150, len(chosen)  # hundreds in the full run; a fixed share of them here
+    assert len(chosen) >= 140, len(chosen)  # hundreds in the full run; a fixed share of them here
     table = mutation.run(chosen)
     false = [f"{e}: {s}" for e, row in table.items() for s in row["false"]]
     killed = sum(row["killed"] for row in table.values())
@@ -24,7 +24,9 @@ def test_every_sentence_said_of_a_mutant_is_true_of_it(capsys):
     assert not false, "\n".join(false)
     # Chapter 8's exercises are among them, and what no sentence names is not most of it.
     assert {"sinusoidal_positions", "apply_rope", "generate", "induction_score"} <= set(table)
-    assert named >= 0.35 * killed, (named, killed)
+    # Named: a listed or generated known bug, a relation on every case, or the raising line whose
+    # input flips the outcome (a minimal pair alone only locates); the full run is bench/mutants.py.
+    assert named >= 0.25 * killed, (named, killed)
 
 
 def test_a_mutant_is_one_edit_of_one_exercise_and_the_sample_is_fixed():
@@ -73,8 +75,7 @@ def test_every_mutant_not_shown_equivalent_loses_points():
     survivors = []
     for exercise_id in EXERCISES:
         for mutant in mutation.mutants(exercise_id):
-            graded = mutation.grade(mutant)
-            if graded is not None and graded[0].score >= graded[0].max_score - 1e-9:
+            if mutation.keeps_full_marks(mutant):
                 survivors.append((exercise_id, mutant.what))
     unexplained = [s for s in survivors if s not in EQUIVALENT]
     assert not unexplained, "mutants with full marks, neither killed nor shown equivalent:\n" + "\n".join(

@@ -14,7 +14,7 @@ from .. import scoring
 from ..isolation import drivers
 from ..scoring import check_case, compare_outputs  # noqa: F401  (the release builder and tests use them here)
 from ..spec import Case, CaseError, Exercise, ExerciseResult
-from . import reference
+from . import catalogue, reference
 from .exercises import draw
 
 PROPERTIES = scoring.PROPERTIES
@@ -82,22 +82,33 @@ def variants(bug) -> tuple:
     return tuple(bug) if isinstance(bug, (tuple, list)) else (bug,)
 
 
+def known_bugs(exercise: Exercise, generated: bool = True) -> dict:
+    """The exercise's known bugs: the listed ones, then (``generated``) the catalogue of the
+    reference's mutants (``catalogue.of``) under diagnoses the listed ones do not use."""
+    if not generated:
+        return exercise.bugs
+    return {**exercise.bugs, **{d: w for d, w in catalogue.of(exercise.id).items() if d not in exercise.bugs}}
+
+
 def bug_shown(exercise: Exercise, case: Case, expected, diagnosis: str) -> list | None:
     """One known bug's outputs on ``case``, one per way of writing it (None for a way that does
     not show, or cannot run), or None when no way shows."""
+    ways = variants(known_bugs(exercise).get(diagnosis, ()))
+
     def compute():
         outs = [o if o is not None and compare_outputs(o, expected, case, True) is not None else None
-                for o in (bug_output(case, exercise, v) for v in variants(exercise.bugs[diagnosis]))]
+                for o in (bug_output(case, exercise, v) for v in ways)]
         return outs if any(o is not None for o in outs) else None
 
-    return _cached((case, exercise, diagnosis, bug_shown), compute)
+    return _cached((case, exercise, bug_shown, *ways), compute)
 
 
-def shown_bugs(exercise: Exercise, case: Case, expected) -> dict[str, list]:
+def shown_bugs(exercise: Exercise, case: Case, expected, generated: bool = False) -> dict[str, list]:
     """``{diagnosis: [output per way of writing it]}`` of the known bugs that show on ``case``
     (an output that differs from ``expected``; None for a way that does not show or cannot
-    run): what the release stores for its self-check to name a mistake."""
-    shown = {d: bug_shown(exercise, case, expected, d) for d in exercise.bugs}
+    run): what the release stores for its self-check to name a mistake (the listed bugs only:
+    ``generated=False``)."""
+    shown = {d: bug_shown(exercise, case, expected, d) for d in known_bugs(exercise, generated)}
     return {d: outs for d, outs in shown.items() if outs is not None}
 
 
@@ -107,7 +118,7 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
     def bugs(i, diagnosis=None):  # asked only about cases with the learner's data: their expected output exists
         if diagnosis is not None:  # one bug, run only when a claim needs it checked on this case
             return bug_shown(exercise, cases[i], expected[i], diagnosis)
-        return shown_bugs(exercise, cases[i], expected[i])
+        return shown_bugs(exercise, cases[i], expected[i], generated=True)
 
     return scoring.score(exercise.id, exercise.points, cases, outputs, expected, bugs, exercise.ladder, notes,
                          exercise.hints)
