@@ -54,7 +54,7 @@ def apply_rope(x, offset=0, base=10000.0):
 
 
 def generate(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True):
-    """Exercise ``generate`` (chapter 8, section "Generating with the cache").
+    """Exercise ``generate`` (chapter 8, section "Generating, with the cache").
 
     Extend ``prompt`` by ``max_new_tokens`` tokens, one at a time, each chosen from the logits
     the model gives at the last position: the ``argmax`` when ``temperature == 0`` (greedy),

@@ -40,7 +40,7 @@ def causal_mask(num_queries, num_keys=None):
 
 
 def masked_softmax(scores, mask):
-    """Exercise ``masked_softmax`` (chapter 2, section "Masked softmax").
+    """Exercise ``masked_softmax`` (chapter 2, section "Masked softmax: your first version").
 
     Softmax over the last axis that ignores masked entries, with no overflow for scores as
     large as 1e4, masked ones included.

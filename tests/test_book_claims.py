@@ -133,6 +133,7 @@ REFUTED = {
     "a single pair is not always the whole circuit": "on no seed is the pair the circuit",
     "the checks use a different size for each symbol": "split_heads is graded at L = d = 5",
     "its attention weights are all zero and its output is zero": "the layer outputs its bias b_o there",
+    "through a few heads (previous-token": "the circuit holds 4 to 8 of the 8 heads",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.

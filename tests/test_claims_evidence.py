@@ -576,3 +576,30 @@ def test_the_circuit_is_never_a_pair(induction_models):
 
 
 PLANTED["circuit_pair"] = lambda: check_circuits_exceed_a_pair([(5, 4), (2, 2)])
+
+
+def test_each_stub_names_its_chapter_s_section_exactly():
+    """The intro: the docstring of each stub names the chapter section that teaches it; every
+    `(chapter N, section "...")` of mha_exercises/ is a heading of chapter N, word for word."""
+    headings = {}
+    for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
+        text = "\n".join("".join(c["source"]) for c in _cells(path.name) if c["cell_type"] == "markdown")
+        headings[int(path.name[:2])] = {h.strip() for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    named = [(int(n), section, path.name) for path in sorted((ROOT / "mha_exercises").glob("*.py"))
+             for n, section in re.findall(r'\(chapter (\d+), section "([^"]+)"\)', path.read_text())]
+    assert len(named) > 15, "no stub names its section: the test would check nothing"
+    wrong = [(file, n, section) for n, section, file in named if section not in headings[n]]
+    assert not wrong, f"stubs naming a section their chapter does not have: {wrong}"
+
+
+def test_the_copying_uses_many_of_the_heads(induction_models):
+    """Chapter 8's opening: the models copy through many of their heads (the circuit at the cut of
+    0.3 holds at least half of the eight heads on every seed and test batch), not "a few"."""
+    period = induction.TEST_PERIOD
+    for batch in (0, 1, 2):
+        tokens = induction.repeated_batch(64, period, batch)
+        for model in induction_models:
+            previous, ind = _scores(model, tokens, period)
+            size = int((previous[0] > induction.THRESHOLD).sum() + (ind[1] > induction.THRESHOLD).sum())
+            assert size >= 4, (batch, size)
+    assert "through many of their heads" in _flat(_markdown("08_language_model.ipynb"))

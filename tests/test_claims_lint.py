@@ -192,7 +192,7 @@ def test_every_support_names_a_cell_or_test_that_exists():
     ids = {cell.get("id") for path in claims_lint.chapters() for cell in json.loads(path.read_text())["cells"]}
     for entry in claims_lint.load_register():
         support = str(entry["support"])
-        if support == claims_lint.UNREVIEWED:
+        if support in (claims_lint.UNREVIEWED, "passage"):  # "passage": the entry quotes its source's words
             continue
         cells, tests = CELL_ID.findall(support), TEST_NODE.findall(support)
         assert cells or tests, f"{entry['chapter']}: a support that names no cell and no test: {support!r}"
