@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from .atomic import write_atomic  # noqa: F401  the one copy, for its writers (cli, selfcheck)
 from .inert import inert
 from .isolation import confine
+from .said import Budget, render
 from .scoring import points, shown_points
 from .spec import ExerciseResult
 
@@ -81,10 +82,15 @@ def table(report: Report, *, width: int | None = None):
     return t
 
 
-def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
-    """The judge's summary, then other failing cases that say something new, then the notes."""
+def feedback(result: ExerciseResult, *, max_cases: int = 1, budget: Budget | None = None) -> str:
+    """The judge's summary, then other failing cases that say something new, then the notes:
+    rendered for a terminal (``said.render``: the learner's words within ``budget``, the report's
+    for this exercise by default; a case's values shown, as this terminal is the instructor's or,
+    on practice cases, the learner's own)."""
+    budget = (budget or Budget()).exercise()
     if result.status == "not attempted" and result.cases:  # the same reason for every case
-        return "\n".join([result.cases[0].feedback, *(f"note: {n}" for n in result.notes)])
+        return render("\n".join([result.cases[0].feedback, *(f"note: {n}" for n in result.notes)]),
+                      "terminal", budget, values=True)
     lines = [result.feedback] if result.feedback else []
     shown = 0
     for c in result.cases:
@@ -96,7 +102,7 @@ def feedback(result: ExerciseResult, *, max_cases: int = 1) -> str:
         lines.append(f"{c.name}: {c.feedback}")
         shown += 1
     lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
+    return render("\n".join(lines), "terminal", budget, values=True)
 
 
 # Below this many columns the table's feedback column is too narrow for words such as

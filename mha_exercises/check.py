@@ -188,8 +188,11 @@ def verdict(report: dict, blocked: bool = False) -> str:
     not import), so no exercise gets the mark of a pass, whatever it scored with stand-ins."""
     from autograder.scoring.rounding import points  # how every reader sees points
 
-    lines = []
+    from autograder.said import Budget
+
+    lines, _BUDGET[0] = [], Budget()
     for r in report["exercises"]:
+        _BUDGET[0].exercise()
         mark = "✔" if r["status"] == "passed" and not blocked else "✘"
         n = len(r["cases"])
         passed = sum(c["passed"] for c in r["cases"])
@@ -228,7 +231,14 @@ def _examples(shown: int, failing: int) -> str:
 
 
 def _wrap(text: str, first: str, rest: str | None = None) -> str:
-    return textwrap.fill(text, WIDTH, initial_indent=first, subsequent_indent=rest or first)
+    # The one renderer of the grader's sentences (the learner's words in their slots, within a budget).
+    from autograder.said import render
+
+    return textwrap.fill(render(text, "terminal", _BUDGET[0], values=True), WIDTH, initial_indent=first,
+                         subsequent_indent=rest or first)
+
+
+_BUDGET = [None]  # the learner's bytes this report has left (verdict sets it)
 
 
 def _shown(text) -> str:

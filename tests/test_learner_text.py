@@ -257,13 +257,13 @@ def test_leaking_submission_through_the_cli(tmp_path):
     visible = "\n".join([results["output"]]
                         + [t["output"] for t in results["tests"] if t["visibility"] == "visible"])
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
-    leaked_later = sum(len(m) for m in LEAK.findall(later))
-    assert leaked_later > 5 * gradescope.LEARNER_CHARS  # the attack is real: its inputs fill the details
-    assert 0 < sum(len(m) for m in LEAK.findall(visible)) <= gradescope.LEARNER_CHARS
+    leaked_later = sum(len(m.encode()) for m in LEAK.findall(later))
+    # the attack is real: its inputs fill the details up to their budget (bytes of UTF-8)
+    assert gradescope.LEARNER_CHARS < leaked_later <= gradescope.DETAILS_EXERCISE_BYTES
+    assert 0 < sum(len(m.encode()) for m in LEAK.findall(visible)) <= gradescope.LEARNER_CHARS
     assert "expected" in later and "expected" not in visible
-    # No number of the hidden cases (the details' values) appears in what is visible at once.
-    values = set(re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later))
-    assert values and not any(v in visible for v in values)
+    # No number of the hidden cases appears, at once or later ("got …, expected …").
+    assert not re.findall(r"-?\d+\.\d{3,}(?:e[-+]?\d+)?", later + visible)
     assert str(SEED) not in json.dumps(results)
     assert [t["max_score"] for t in results["tests"] if t["visibility"] == "visible"] == [5.0]
 
@@ -323,6 +323,7 @@ def test_a_child_that_forges_its_kinds_and_records_gains_nothing(tmp_path):
     results = json.loads(out_gs.read_text())
     visible = [results["output"]] + [t["output"] for t in results["tests"] if t["visibility"] == "visible"]
     later = "\n".join(t["output"] for t in results["tests"] if t["visibility"] == "after_published")
-    assert sum(len(m) for m in LEAK.findall(later)) > 10 * gradescope.LEARNER_CHARS  # the text is real
-    per_output = [sum(len(m) for m in LEAK.findall(text)) for text in visible]
+    assert sum(len(m) for m in LEAK.findall(later)) > 2 * gradescope.LEARNER_CHARS  # the text is real
+    assert sum(len(m.encode()) for m in LEAK.findall(later)) <= 2 * gradescope.DETAILS_EXERCISE_BYTES
+    per_output = [sum(len(m.encode()) for m in LEAK.findall(text)) for text in visible]
     assert max(per_output) <= gradescope.LEARNER_CHARS, per_output

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...inert import LearnerText, learner, markdown
+from ...said import render
 from ...scoring import round_points
 from ...spec import POINTS
 from ..budget import share
@@ -162,8 +163,10 @@ def _share(k: int, n: int) -> str:
     return f"{100 * k / n:.0f}%" if n else "-"
 
 
-def _mistakes(s: ExerciseStats, n: int) -> str:
-    return "; ".join(f"{mistake(d)} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
+def _mistakes(s: ExerciseStats, n: int, fmt: str = "markdown") -> str:
+    """The most common diagnoses, through the one renderer (``said.render``): a case's value in
+    one is left out, as the cases are hidden."""
+    return "; ".join(f"{render(mistake(d), fmt)} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
 
 
 def _names(names: list[str], limit: int = 30) -> str:
@@ -197,7 +200,7 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
         lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
     lines += ["", "## Common mistakes, most common first (what to re-teach)", ""]
     if stats.mistakes:
-        lines += [f"{i}. {sentence(m)} (`{e}`): {k} of {n} submissions"
+        lines += [f"{i}. {render(sentence(m), 'markdown')} (`{e}`): {k} of {n} submissions"
                   for i, (m, e, k) in enumerate(stats.mistakes, 1)]
     else:
         lines.append("No known mistake was recognised.")
@@ -235,7 +238,7 @@ def to_table(stats: ClassStats):
         table.add_column(name, justify=justify, overflow="fold")
     for s in stats.exercises:
         table.add_row(s.id, f"{s.max_score:g}", _share(s.passed, n), _share(s.attempted, n),
-                      _fixed(s.total_score / n if n else 0), _mistakes(s, n) or "-")
+                      _fixed(s.total_score / n if n else 0), _mistakes(s, n, "terminal") or "-")
     return table
 
 
