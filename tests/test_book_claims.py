@@ -134,6 +134,7 @@ REFUTED = {
     "the checks use a different size for each symbol": "split_heads is graded at L = d = 5",
     "its attention weights are all zero and its output is zero": "the layer outputs its bias b_o there",
     "through a few heads (previous-token": "the circuit holds 4 to 8 of the 8 heads",
+    "and a zero output**: never nan": "the layer outputs b_o for a fully masked query (the intro)",
 }
 
 # Sentences a chapter must keep: the caveats the review found missing, stated where they apply.
