@@ -18,7 +18,8 @@ feedback, ladder and notes (the terminal's and ``check()``'s sentences), the fee
 and the Gradescope output (``classroom/write/gradescope.results``).
 
 Printed per exercise: files, verdicts agreeing, causes named (of the files that lose points),
-false sentences; then per file: verdict, score, named or not, each false sentence, and for review
+false sentences (the ``false`` patterns, anything said of a full mark, and any aggregate "X (in K of
+N failing cases)" whose figures fewer than K of those cases show); then per file: verdict, score, named or not, each false sentence, and for review
 every sentence that blames an input feature ("fails on float64", "with an offset"), a claim that
 is true only when changing that feature of the input is what flips the case. Targets (exit
 status 1 when missed): every verdict right, at least 90 % of causes named, no false sentence.
@@ -117,6 +118,7 @@ class Graded:
     status: str = ""
     words: str = ""
     claims: str = ""  # the words without the cases' names (see claims_of)
+    aggregates: list = field(default_factory=list)  # false_aggregates of its exercise feedback
     failing: list = field(default_factory=list)
     error: str = ""
 
@@ -140,6 +142,7 @@ class Graded:
     def false_sentences(self) -> list[str]:
         wrong = [f"matches {p!r}: {_around(self.claims, p)}" for p in self.meta["false"]
                  if re.search(p, self.claims, re.I)]
+        wrong += self.aggregates
         said = [line for line in self.words.splitlines() if not re.match(r"(?i)^note:", line.strip())]
         if self.meta["verdict"] == "full" and self.full and said:
             wrong.append(f"full marks, yet said: {' / '.join(said)[:200]!r}")
@@ -181,9 +184,35 @@ def claims_of(words: str, case_names: list[str]) -> str:
     """The words as plain text (Markdown and HTML escapes undone) with every case's name replaced by
     ‹case›: a name says which inputs, never a cause ("a fully masked row" is a case, not a diagnosis)."""
     text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", html.unescape(words.replace("<br>", "\n")))
-    for name in sorted(set(case_names), key=len, reverse=True):
-        text = text.replace(name, "‹case›")
-    return text
+    names = sorted(set(case_names), key=len, reverse=True)
+
+    def unnamed(segment: str) -> str:
+        for name in names:
+            segment = segment.replace(name, "‹case›")
+        return segment
+
+    # where a name stands as a name: quoted, in a list after "case(s):", or heading a line ("name: ...");
+    # elsewhere the same words may be a feature ("fails on Lq > Lk") and stay
+    for name in names:
+        text = text.replace(f"'{name}'", "'‹case›'")
+        text = re.sub(rf"(?m)^{re.escape(name)}: ", "‹case›: ", text)
+    return re.sub(r"(cases?: )([^)\n]*)", lambda m: m[1] + unnamed(m[2]), text)
+
+
+def false_aggregates(ex_feedback: str, case_feedback: list[str]) -> list[str]:
+    """Sentences "X (in K of N failing cases ...)" whose X, numbers included, fewer than K failing cases
+    say, while K or more say it with other numbers: the figures of some cases stated of all."""
+    wrong = []
+    low = [f.lower() for f in case_feedback]
+    masked_cases = [re.sub(r"\d[\d.e+-]*", "#", f) for f in low]
+    for found in re.finditer(r"([^()]{12,}?) \(in (\d+) of \d+ failing cases", ex_feedback):
+        claim = found[1].strip().split(". ")[-1].lower()
+        k = int(found[2])
+        exact = sum(claim in f for f in low)
+        shaped = sum(re.sub(r"\d[\d.e+-]*", "#", claim) in f for f in masked_cases)
+        if re.search(r"\d", claim) and exact < k <= shaped:
+            wrong.append(f"{found[0]!r}: said with these figures by {exact} of the {k} cases it is counted for")
+    return wrong
 
 
 def grade(chosen: list[tuple[Path, dict]], seed: int = 0, jobs: int = 1, timeout: float = 600,
@@ -219,6 +248,8 @@ def grade(chosen: list[tuple[Path, dict]], seed: int = 0, jobs: int = 1, timeout
                     graded.status = ex.get("status", "")
                     graded.failing = [c["name"] for c in ex.get("cases", []) if not c.get("passed")]
                     graded.claims = claims_of(graded.words, [c["name"] for c in ex.get("cases", [])])
+                    graded.aggregates = false_aggregates(
+                        ex.get("feedback", ""), [c.get("feedback", "") for c in ex.get("cases", []) if not c.get("passed")])
                 except (OSError, ValueError, KeyError, StopIteration) as err:
                     graded.error = f"no report ({type(err).__name__}: {err}); batch said: {run.stderr[-400:]}"
                 results.append(graded)
