@@ -10,7 +10,7 @@ back (several sentences each).
 import numpy as np
 import pytest
 
-from solutions import attention, heads, masking
+from solutions import attention, efficient, heads, masking
 
 RNG = np.random.default_rng
 
@@ -398,3 +398,132 @@ PLANTED |= {
     "parameter count without biases": lambda: check_parameter_count(
         lambda *a, **k: __import__("solutions.layer", fromlist=["x"]).parameter_count(*a[:5], bias=False)),
 }
+
+
+# ------------------------------------------------------------------ chapter 8: positions
+
+def check_sinusoids(positions):
+    """Chapter 8: features 2i and 2i+1 are the sine and cosine of p times base^(-2i/d); the encoding
+    of p + k is one fixed linear function (a rotation per pair) of that of p, for every p; with an
+    offset the rows are those of the longer table."""
+    import torch
+    for length, dim, base in ((12, 8, 10000.0), (30, 32, 10000.0), (5, 2, 100.0)):
+        pe = positions(length, dim, base=base).double()
+        freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        angle = torch.arange(length, dtype=torch.float64)[:, None] * freq
+        assert torch.allclose(pe[:, 0::2], angle.sin(), atol=1e-6) and torch.allclose(pe[:, 1::2], angle.cos(), atol=1e-6)
+        k = 3
+        for p in range(length - k):
+            s, c = (k * freq).sin(), (k * freq).cos()
+            rotated_sin = pe[p, 0::2] * c + pe[p, 1::2] * s
+            assert torch.allclose(pe[p + k, 0::2], rotated_sin, atol=1e-6)
+        assert torch.allclose(positions(4, dim, offset=7, base=base).double(), pe[7:11] if length >= 11 else
+                              positions(11, dim, base=base).double()[7:11], atol=1e-6)
+
+
+def test_sinusoids():
+    from solutions import language_model
+    check_sinusoids(language_model.sinusoidal_positions)
+
+
+def check_rope(apply_rope):
+    """Chapter 8: RoPE keeps lengths; scores of rotated queries and keys depend only on the
+    difference of positions (a shift of the whole sequence leaves them unchanged); one token at
+    offset t is row t of the whole sequence; the half-split and adjacent pairings are the same
+    rotation of differently ordered features."""
+    import torch
+    torch.manual_seed(0)
+    for d in (2, 8, 16):
+        q, k = torch.randn(2, 10, d, dtype=torch.float64), torch.randn(2, 10, d, dtype=torch.float64)
+        rq, rk = apply_rope(q), apply_rope(k)
+        assert torch.allclose(rq.norm(dim=-1), q.norm(dim=-1))
+        moved = apply_rope(q, offset=100) @ apply_rope(k, offset=100).transpose(-1, -2)
+        assert torch.allclose(moved, rq @ rk.transpose(-1, -2), atol=1e-9)
+        assert torch.allclose(apply_rope(q[:, 9:10], offset=9), rq[:, 9:10], atol=1e-12)
+        half = d // 2
+        adjacent_order = torch.stack([torch.arange(half), torch.arange(half) + half], -1).flatten()  # (0, h, 1, h+1, ...)
+        x = q[..., adjacent_order]  # features ordered as adjacent pairs
+        angles = torch.arange(10, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        a, b = x[..., 0::2], x[..., 1::2]
+        adjacent = torch.stack([a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos()], -1).flatten(-2)
+        assert torch.allclose(adjacent, rq[..., adjacent_order], atol=1e-9)
+
+
+def test_rope():
+    from solutions import language_model
+    check_rope(language_model.apply_rope)
+
+
+def check_induction_score(score):
+    """Chapter 8: the induction score is the weight of query i on key i - P + 1, averaged over
+    i = P .. L - 1; a ValueError unless 1 <= P < L."""
+    import torch
+    torch.manual_seed(1)
+    for length, period in ((10, 3), (24, 12), (5, 1)):
+        w = torch.softmax(torch.randn(2, 3, length, length), -1)
+        expected = torch.stack([w[..., i, i - period + 1] for i in range(period, length)], -1).mean(-1)
+        assert torch.allclose(score(w, period), expected)
+    for bad in (0, 10):
+        with pytest.raises(ValueError):
+            score(torch.zeros(1, 10, 10), bad)
+
+
+def test_induction_score():
+    from solutions import language_model
+    check_induction_score(language_model.induction_score)
+
+
+# ------------------------------------------------------------------ chapter 7: grouped heads and the cache
+
+def check_repeat_kv(repeat_kv):
+    """Chapter 7: each key/value head serves H / H_kv consecutive query heads (repeat_interleave,
+    not repeat); one key/value head per query head is multi-head attention (n_rep = 1: unchanged)."""
+    import torch
+    x = torch.randn(2, 3, 5, 4)
+    for n in (1, 2, 4):
+        assert torch.equal(repeat_kv(x, n), x.repeat_interleave(n, dim=1))
+
+
+def test_repeat_kv():
+    check_repeat_kv(efficient.repeat_kv)
+
+
+def check_cache_equals_full_pass(layer_cls, cache_cls):
+    """Chapter 7: incremental decoding with a KV cache (prompt, then one token at a time, the new
+    queries' mask end-aligned) equals the full causal pass, at every H_kv."""
+    import torch
+    torch.manual_seed(2)
+    for heads_, kv in ((4, 4), (4, 2), (4, 1)):
+        layer_ = layer_cls(16, heads_, kv).double().eval()
+        x = torch.randn(2, 9, 16, dtype=torch.float64)
+        with torch.no_grad():
+            full = layer_(x, causal=True)
+            cache = cache_cls()
+            steps = [layer_(x[:, :4], causal=True, cache=cache)]
+            steps += [layer_(x[:, t:t + 1], causal=True, cache=cache) for t in range(4, 9)]
+        assert torch.allclose(torch.cat(steps, 1), full, atol=1e-10), (heads_, kv)
+        assert len(cache) == 9
+
+
+def test_cache_equals_full_pass():
+    check_cache_equals_full_pass(efficient.GroupedQueryAttention, efficient.KVCache)
+
+
+PLANTED |= {
+    "sinusoids with the pairs swapped": lambda: check_sinusoids(
+        lambda length, dim, offset=0, base=10000.0: __import__("solutions.language_model", fromlist=["x"])
+        .sinusoidal_positions(length, dim, offset, base).flip(-1)),
+    "rope that ignores the offset": lambda: check_rope(
+        lambda x, offset=0, base=10000.0: __import__("solutions.language_model", fromlist=["x"]).apply_rope(x, 0, base)),
+    "induction score one key off": lambda: check_induction_score(
+        lambda w, p: __import__("solutions.language_model", fromlist=["x"]).induction_score(w, p + 1)
+        if p + 1 < w.shape[-1] else __import__("solutions.language_model", fromlist=["x"]).induction_score(w, p)),
+    "repeat instead of repeat_interleave": lambda: check_repeat_kv(lambda x, n: x.repeat(1, n, 1, 1)),
+    "a cache that forgets the prompt": lambda: check_cache_equals_full_pass(efficient.GroupedQueryAttention, _ForgetfulCache),
+}
+
+
+class _ForgetfulCache(efficient.KVCache):
+    def update(self, k, v):
+        self.keys = self.values = None
+        return super().update(k, v)

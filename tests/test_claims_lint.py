@@ -41,8 +41,8 @@ def _chapter(tmp_path, name, *markdown):
 # The unreviewed sentences of each document when the lint began reading everything (issue 44): the
 # count may fall, never rise. Lower a ceiling when you back sentences; the goal is 0.
 UNREVIEWED_CEILING = {
-    "01_attention.ipynb": 29, "02_masking.ipynb": 75, "03_heads.ipynb": 35, "04_layer.ipynb": 36,
-    "05_looking_at_heads.ipynb": 51, "06_pruning.ipynb": 98, "07_beyond.ipynb": 51, "08_language_model.ipynb": 93,
+    "01_attention.ipynb": 29, "02_masking.ipynb": 71, "03_heads.ipynb": 35, "04_layer.ipynb": 36,
+    "05_looking_at_heads.ipynb": 51, "06_pruning.ipynb": 98, "07_beyond.ipynb": 44, "08_language_model.ipynb": 83,
     "guides/contributor.md": 35, "guides/instructor.md": 111, "guides/learner.md": 32, "guides/term.md": 59,
 }
 
