@@ -98,6 +98,8 @@ def strip_notebook(notebook: dict) -> int:
             if gated:  # a cell inside a gated solution
                 continue
             cell["outputs"], cell["execution_count"] = [], None  # outputs of the author's run
+            if "remove-cell" in cell.get("metadata", {}).get("tags", []):  # the book's, not the lesson's:
+                cell["metadata"].setdefault("jupyter", {})["source_hidden"] = True  # folded in JupyterLab
         else:
             source = "".join(cell["source"])
             text, count, gated = strip_markdown(source, gated)
