@@ -323,6 +323,21 @@ def kind_of_support(support, asserting=None):
     return UNREVIEWED
 
 
+def plants_negations(file):
+    """Whether a test module shows its checks failing on planted breaks: it defines ``PLANTED`` and a
+    test that runs each of them expecting the check to fail (tests/test_claims_evidence.py,
+    tests/test_chapter_properties.py)."""
+    target = ROOT / file
+    text = target.read_text() if target.exists() else ""
+    return bool(re.search(r"^PLANTED\b", text, re.M) and re.search(r"^def test_\w*negation\w*\(", text, re.M))
+
+
+def planted(support):
+    """Whether the first test a support names lives in a module that plants negations."""
+    tests = [file for file, function in TEST_NODE.findall(str(support)) if file.startswith("tests/") and function]
+    return bool(tests) and plants_negations(tests[0])
+
+
 def check(register=None, paths=None):
     """``(unlisted, stale, counts)``: claiming sentences not listed; entries whose quote is not a
     claiming sentence of their document any more; and per document the counts: ``claims``,
@@ -357,6 +372,8 @@ def check(register=None, paths=None):
             elif how == "cite" and not has_passage:
                 kind = UNREVIEWED
             count[kind] += 1
+            if kind == "test" and planted(entry["support"]):
+                count["planted"] += 1  # of the tests: those whose module shows them failing on a planted break
         stale += [(name, quote) for quote in document_listed if quote not in present]
         counts[name] = count
     names = {name_of(path) for path in paths}
@@ -399,7 +416,7 @@ def main(argv):
                 out.write(f"- chapter: {chapter}\n  quote: {_yaml_quote(sentence)}\n  support: {UNREVIEWED}\n")
         print(f"added {len(unlisted)} unlisted claims as {UNREVIEWED}")
         unlisted, stale, counts = check()
-    columns = ("claims", "glue", "cite", "test", "cell", "bench", "passage", "unreviewed")
+    columns = ("claims", "glue", "cite", "test", "planted", "cell", "bench", "passage", "unreviewed")
     print(f"{'document':<28}" + "".join(f"{c[:7]:>8}" for c in columns))
     for name, c in [*counts.items(), ("all", sum(counts.values(), Counter()))]:
         print(f"{name:<28}" + "".join(f"{c[k]:>8}" for k in columns))

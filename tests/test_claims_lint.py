@@ -49,8 +49,9 @@ UNREVIEWED_CEILING = {
 
 def test_every_claim_of_every_document_is_listed():
     unlisted, _, counts = _check()
-    report = [f"{name}: {c['claims']} claims ({c['glue']} glued, {c['cite']} cited): backed by {c['test']} tests, "
-              f"{c['cell']} asserting cells, {c['bench']} benchmarks; {c['unreviewed']} unreviewed"
+    report = [f"{name}: {c['claims']} claims ({c['glue']} glued, {c['cite']} cited): backed by {c['test']} tests "
+              f"({c['planted']} shown failing on a planted negation), {c['cell']} asserting cells, {c['bench']} benchmarks, "
+              f"{c['passage']} quoted passages; {c['unreviewed']} unreviewed"
               for name, c in counts.items()]
     total = sum(c["unreviewed"] for c in counts.values())
     warnings.warn(UserWarning(f"claims register: {total} unreviewed sentences in the book and guides\n" + "\n".join(report)))
@@ -120,6 +121,14 @@ def test_a_cited_claim_needs_the_passage_it_rests_on(tmp_path):
 ])
 def test_what_counts_as_support(support, kind):
     assert claims_lint.kind_of_support(support, asserting={"01-015"}) == kind
+
+
+def test_planted_negations_are_recognised():
+    assert claims_lint.plants_negations("tests/test_claims_evidence.py")
+    assert claims_lint.plants_negations("tests/test_chapter_properties.py")
+    assert not claims_lint.plants_negations("tests/test_book_claims.py")
+    assert claims_lint.planted("test tests/test_chapter_properties.py::test_rope")
+    assert not claims_lint.planted("cell 01-015")
 
 
 def test_the_chapters_asserting_cells_are_found():
