@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,10 +58,21 @@ class Rendered:
 
 
 def _asset(path: Path) -> str:
+    """A script or styles of book/_static as a view inlines them: without their comments (whole-line
+    ones, the block ones that start a line), indentation and blank lines, which every view's copy
+    would otherwise carry again; the code itself is unchanged."""
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: the views need the course's book/_static folder "
                                 f"(a full checkout of the course, not only its Python package)")
-    return path.read_text()
+    text = path.read_text()
+    if path.suffix == ".css":
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    elif path.suffix == ".js":
+        text = re.sub(r"(?ms)^[ \t]*/\*.*?\*/[ \t]*\n", "", text)
+    else:
+        return text
+    lines = (line.strip() for line in text.split("\n"))
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
 def _script_json(value) -> str:
@@ -166,13 +178,21 @@ def _input(label, weights, tokens, removed=(), layer_names=None, head_names=None
     if outside:
         raise ValueError(f"{where}: removed heads {outside} are not among {layers} layers of {heads} heads")
     tokens = _tokens(tokens, length, where)
-    data = {"label": str(label), "tokens": tokens,
-            "layers": np.round(array, DECIMALS).tolist(), "layer_names": [str(n) for n in layer_names],
+    data = {"label": str(label), "tokens": tokens, "layers": _trimmed(np.round(array, DECIMALS)), "layer_names": [str(n) for n in layer_names],
             "head_names": [[str(n) for n in names] for names in head_names], "removed": removed}
     scale = _scale(array, where)
     if scale:
         data["scale"] = scale
     return data, array.size
+
+
+def _trimmed(array: np.ndarray) -> list:
+    """Nested lists of ``array`` (layers, H, L, L), each row without its trailing zeros (a causal
+    row ends in them; the page pads the rows back to L)."""
+    nonzero = array != 0
+    ends = np.where(nonzero.any(-1), array.shape[-1] - np.argmax(nonzero[..., ::-1], axis=-1), 0)
+    return [[[row[:end] for row, end in zip(matrix.tolist(), matrix_ends.tolist())]
+             for matrix, matrix_ends in zip(heads, heads_ends)] for heads, heads_ends in zip(array, ends)]
 
 
 def _view(sized: list[tuple[dict, int]], title: str) -> Rendered:

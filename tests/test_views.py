@@ -18,6 +18,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import export_sentence_model  # noqa: E402
 
 
+def _layers(data, i=0) -> np.ndarray:
+    """An input's weights as the page reads them: rows padded back to L with the zeros left out."""
+    length = len(data["inputs"][i]["tokens"])
+    return np.array([[[row + [0.0] * (length - len(row)) for row in m] for m in heads] for heads in data["inputs"][i]["layers"]])
+
+
 def _data(rendered) -> dict:
     found = re.search(r'<script type="application/json" class="mha-attn-data">(.*?)</script>', rendered.html, re.S)
     assert found, "no data element in the view"
@@ -38,7 +44,7 @@ def test_the_committed_export_is_the_committed_weights_exactly():
 def test_every_accepted_shape_becomes_layers_of_heads(shape, layers, heads):
     weights = torch.softmax(torch.randn(shape, dtype=torch.float64), dim=-1)
     data = _data(views.show_attention(weights, "abcde"))
-    layers_out = np.array(data["inputs"][0]["layers"])
+    layers_out = _layers(data)
     assert layers_out.shape == (layers, heads, 5, 5)
     assert np.abs(layers_out - weights.numpy().reshape(layers, heads, 5, 5)).max() <= 0.5 * 10 ** -views.DECIMALS
     assert data["inputs"][0]["tokens"] == list("abcde")
@@ -49,10 +55,10 @@ def test_a_batch_needs_item_and_a_list_of_layers_is_layers():
     batch = torch.softmax(torch.randn(2, 4, 5, 5, dtype=torch.float64), dim=-1)  # (B, H, L, L), as a layer returns
     with pytest.raises(ValueError, match=r"\(2, 4, 5, 5\) are a batch \(B, H, L, L\): pass item="):
         views.show_attention(batch, "abcde")
-    one = np.array(_data(views.show_attention(batch, "abcde", item=1))["inputs"][0]["layers"])
+    one = _layers(_data(views.show_attention(batch, "abcde", item=1)))
     assert one.shape == (1, 4, 5, 5) and np.abs(one[0] - batch[1].numpy()).max() <= 5e-6
     last_weights = [batch, batch.flip(0)]  # a model's last_weights: one (B, H, L, L) per layer
-    layers = np.array(_data(views.show_attention(last_weights, "abcde", item=0))["inputs"][0]["layers"])
+    layers = _layers(_data(views.show_attention(last_weights, "abcde", item=0)))
     assert layers.shape == (2, 4, 5, 5) and np.abs(layers[1] - batch[1].numpy()).max() <= 5e-6
     with pytest.raises(ValueError, match="item=2, but the batch has 2 items"):
         views.show_attention(batch, "abcde", item=2)
@@ -87,6 +93,15 @@ def test_bad_weights_are_refused_with_what_is_wrong(weights, tokens, words):
 def test_removed_heads_must_exist():
     with pytest.raises(ValueError, match=r"removed heads \[\[1, 0\]\]"):
         views.show_attention(np.ones((2, 4, 4)) / 4, "abcd", removed=[(1, 0)])
+
+
+def test_rows_are_written_without_their_trailing_zeros():
+    causal = np.tril(np.full((3, 3), 0.5))
+    causal[2] = [0.25, 0.0, 0.75]
+    causal[0, 0] = 1.0
+    data = _data(views.show_attention(causal, "abc"))
+    assert data["inputs"][0]["layers"] == [[[[1.0], [0.5, 0.5], [0.25, 0.0, 0.75]]]]
+    assert np.array_equal(_layers(data)[0, 0], causal)
 
 
 def test_hostile_tokens_cannot_close_the_script_or_inject_markup():

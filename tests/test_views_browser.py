@@ -58,6 +58,13 @@ _SHOWN_JS = """root => [...root.querySelectorAll('.mha-attn-head')].map(panel =>
   text: panel.querySelector('.mha-attn-top').textContent}))"""
 
 
+# Each thumbnail clicked in turn: [layer, head, [query, key, weight] of every cell of the matrix shown].
+_MATRICES_JS = """root => [...root.querySelectorAll('.mha-attn-thumb')].map(thumb => { thumb.click();
+  return [Number(thumb.dataset.layer), Number(thumb.dataset.head),
+          [...root.querySelectorAll('.mha-attn-matrix [role=gridcell]')].map(
+            c => [Number(c.dataset.q), Number(c.dataset.k), Number(c.dataset.weight)])]; })"""
+
+
 @pytest.fixture(scope="module")
 def sentence_model():
     torch.set_num_threads(1)
@@ -194,7 +201,13 @@ def test_greedy_tokens_and_shown_weights_equal_pythons(page, sentence_model):
         weights = torch.stack(sentence_model.last_weights)[:, 0].numpy()  # (layers, H, L, L), uncached pass
         root = page.locator(".mha-lm .mha-attn")
         gap = 0.0
-        for direction in ("from", "to"):
+        # Every head whole: its thumbnail clicked, every cell of its matrix read (in one round trip).
+        for layer, head, cells in root.evaluate(_MATRICES_JS):
+            assert len(cells) == len(in_page) ** 2
+            shown = np.array([c[2] for c in cells]).reshape(len(in_page), len(in_page))
+            gap = max(gap, float(np.abs(shown - weights[layer, head]).max()))
+        # The bars of every head for four pinned tokens, from and to (on the first prompt: the same code).
+        for direction in ("from", "to") if prompt == PROMPTS[0] else ():
             for layer in range(weights.shape[0]):
                 for token in (0, len(prompt) - 1, len(prompt) + NEW_TOKENS // 2, len(in_page) - 1):
                     for panel in _shown(page, root, token, direction, layer):
@@ -313,7 +326,7 @@ def test_the_built_chapter_has_working_views(browser, docname):
     path = SITE / f"{docname}.html"
     if not path.exists():
         pytest.skip(f"no {path.relative_to(ROOT)}: run `make book`")
-    script = (ROOT / "book" / "_static" / "attention_view.js").read_text()
+    script = views._asset(views.VIEW_JS)  # as a view inlines it
     assert script in path.read_text(), (
         f"{path.relative_to(ROOT)} carries another version of book/_static/attention_view.js: its notebook "
         "ran (and was cached) before the script changed; rebuild it (rm -rf _build/.jupyter_cache; make book)")
@@ -645,6 +658,7 @@ def test_every_weight_can_be_read_as_text_and_the_scale_is_stated(page, example_
         assert label.endswith(f": {example_weights[1, 1, q, k]:.3f}"), label
     root.locator(".mha-attn-table summary").click()
     rows = root.locator(".mha-attn-table tr")
+    rows.nth(7).wait_for()  # drawn when the details open (its toggle event comes after the click)
     assert rows.count() == 8
     for q in range(7):
         shown = [float(t) for t in rows.nth(q + 1).locator("td").all_text_contents()]
@@ -721,7 +735,7 @@ def _radio_centre_contrast(page, root):
 def test_dark_mode_is_drawn_for_the_dark_and_axe_finds_nothing_light_or_dark(browser, test_page):
     if not AXE.exists():
         pytest.skip(f"no {AXE.relative_to(ROOT)}: run `npm ci` (make axe)")
-    for scheme in ("light", "dark"):
+    for scheme in ("dark", "light"):
         context, page, tried, errors = open_offline(browser, test_page.as_uri(), color_scheme=scheme)
         try:
             page.evaluate("s => document.documentElement.dataset.theme = s", scheme)

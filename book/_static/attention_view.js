@@ -43,6 +43,9 @@
       .replace(/[\u0000-\u001f\u007f]/g, function (c) { return "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"); });
   }
   function spoken(token) { return NAMES[token] || JSON.stringify(token); }
+  function escape(text) {
+    return text.replace(/[&<>"']/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; });
+  }
 
   function option(select, value, text) {
     select.appendChild(el("option", { value: String(value) }, text));
@@ -65,6 +68,12 @@
     var state = { input: 0, layer: init.layer || 0, head: init.head === undefined ? "all" : init.head,
                   focus: init.focus || 0, direction: init.direction || "from", token: null, pinned: false, key: null };
     var inputs = data.inputs;
+    inputs.forEach(function (input) { // lab/views.py leaves out each row's trailing zeros
+      var L = input.tokens.length;
+      input.layers.forEach(function (heads_) { heads_.forEach(function (m) { m.forEach(function (row) {
+        while (row.length < L) row.push(0);
+      }); }); });
+    });
 
     var box = el("div", { "class": "mha-attn-box", role: "group", "aria-label": data.title || "attention weights" });
     root.appendChild(box);
@@ -314,19 +323,20 @@
           input.head_names[state.layer][h] + ": query (row) \u00d7 key (column)"));
         var grid = el("div", { "class": "mha-attn-matrix", role: "grid", "aria-labelledby": id + "-mx",
                                style: "--mha-sq:" + size + "px" });
+        // Written as markup (a few thousand cells: much faster than one element at a time), every
+        // string from Python escaped; the shade in eleven steps, a class each.
+        var names = input.tokens.map(function (t, j) { return j + " " + escape(spoken(t)); }), html = [];
         for (var i = 0; i < L; i++) {
-          var row = el("div", { role: "row", "class": "mha-attn-mrow" });
+          html.push('<div role="row" class="mha-attn-mrow">');
           for (var j = 0; j < L; j++) {
-            var cell = el("span", { role: "gridcell", tabindex: "-1", "data-q": String(i), "data-k": String(j),
-                                    "data-weight": String(m[i][j]),
-                                    "aria-label": "query " + i + " " + spoken(input.tokens[i]) + ", key " + j + " "
-                                                  + spoken(input.tokens[j]) + ": " + fixed(m[i][j]) });
-            cell.style.setProperty("--w", (4 + 96 * shade(m[i][j])).toFixed(1) + "%");
-            if (m[i][j] < 0) cell.className = "mha-attn-negative";
-            row.appendChild(cell);
+            var w = m[i][j];
+            html.push('<span role="gridcell" tabindex="-1" class="mha-attn-s' + Math.round(10 * shade(w))
+              + (w < 0 ? ' mha-attn-negative' : '') + '" data-q="' + i + '" data-k="' + j + '" data-weight="' + w
+              + '" aria-label="query ' + names[i] + ', key ' + names[j] + ': ' + fixed(w) + '"></span>');
           }
-          grid.appendChild(row);
+          html.push("</div>");
         }
+        grid.innerHTML = html.join("");
         grid.addEventListener("click", function (event) {
           var c = event.target.closest("[data-q]");
           if (c) cellPin(Number(c.dataset.q), Number(c.dataset.k), true);
