@@ -156,7 +156,8 @@ def one_user(user: str | None, n: int, timeout: float, tmp: Path, project: Path)
     if owner != {who}:
         problems.append(f"{who}: files in graded/ owned by {sorted(owner)}")
     print(f"{who}: {len(logs)} logs, {same} of {len(shards)} files byte-identical to the one run's")
-    return [f"| {who} | {merged:.1f} | {single:.1f} | {same}/{len(shards)} |"], problems
+    label = "root" if user is None else f"ordinary user {user}"
+    return [f"| {label} | {merged:.1f} | {single:.1f} | {same} of {len(shards)} |"], problems
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,6 +45,19 @@ def _fake_grade(path, exercises=None, seed=0):
             "grader_pid": os.getpid()}
 
 
+def _fake_grade_unzipped(path, exercises=None, seed=0):
+    """:func:`_fake_grade` of a folder or of a zip (unzipped aside first)."""
+    if Path(path).suffix != ".zip":
+        return _fake_grade(path, exercises, seed)
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as where:
+        zipfile.ZipFile(path).extractall(where)
+        report = _fake_grade(where, exercises, seed)
+    return {**report, "submission": str(path)}
+
+
 def _class(tmp_path, learners: dict[str, str]) -> Path:
     root = tmp_path / "class"
     for learner, code in learners.items():
@@ -357,8 +370,11 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "import numpy as np\n" + GOOD,
                              "zed": "def softmax(x): return x"})
     deadline = time.time() - 3 * 86400
-    os.utime(root / "ada" / "attention.py", (deadline - 60, deadline - 60))  # on time
-    os.utime(root / "bob" / "attention.py", (deadline + 1.5 * 86400,) * 2)  # 1.5 days late: 2 started days
+    # handed in as zips, each dated by its own file time as collected (never by the times inside it)
+    for who, when in (("ada", deadline - 60), ("bob", deadline + 1.5 * 86400)):  # on time; 2 started days late
+        shutil.make_archive(str(root / who), "zip", root / who)
+        shutil.rmtree(root / who)
+        os.utime(root / f"{who}.zip", (when, when))
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
                       "    Points Possible,,,,\n"
@@ -367,8 +383,8 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     from datetime import datetime, timezone
     late = LatePolicy(datetime.fromtimestamp(deadline, timezone.utc), penalty_per_day=10)
     out = tmp_path / "out"
-    result = batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, roster=roster, late=late,
-                             anonymize=True, assignment="HW attention")
+    result = batch.run_batch(root, out, jobs=1, grade=_fake_grade_unzipped, progress=False, roster=roster,
+                             late=late, anonymize=True, assignment="HW attention")
     assert result.missing == ["cy"]
     grades = _grades(out)
     full = POINTS["softmax"] + POINTS["scaled_dot_product_attention"]
