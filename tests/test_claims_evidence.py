@@ -150,6 +150,8 @@ def test_show_attention_draws_square_weights_up_to_max_tokens():
         views.show_attention(np.full((1, n, n), 1 / n), [str(i) for i in range(n)])
     with pytest.raises(ValueError, match="item="):
         views.show_attention(probs(2, 3, 4, 4), list("abcd"))
+    guides = " ".join(" ".join(p.read_text().split()) for p in sorted((BOOK / "guides").glob("*.md")))
+    assert "shows any weights" not in guides, "the instructor guide said show_attention shows any weights"
 
 
 def test_two_heads_can_answer_the_three_questions():
