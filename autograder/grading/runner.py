@@ -67,7 +67,8 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
     scratch = tempfile.mkdtemp(prefix="mha-grade-")
     run_deadline = started + (DEFAULT_BUDGET if budget is None else budget)
     try:
-        results = _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch, parallel)
+        results = imports_held_to_their_own_runs(
+            _grade_all(zygote, submission, selected, seed, time_limit, run_deadline, scratch, parallel))
     finally:
         if own_zygote:
             zygote.close()
@@ -85,6 +86,22 @@ def grade_submission(path, exercises=None, seed: int = 0, time_limit: float | No
         graded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         intake={"taken": list(submission.taken), "ignored": list(submission.ignored)},
     )
+
+
+def imports_held_to_their_own_runs(results: list[ExerciseResult]) -> list[ExerciseResult]:
+    """A child's record that another module did not import, held to that module's own runs: where
+    an exercise of module M ran and one of its cases got past M's import (a result, or any error
+    but "import"), M imports, and no other exercise's notes say it does not (a forged record once
+    made the notes say that all 8 modules fail to import). A module none of whose exercises ran
+    keeps its record: there is nothing of the grader's to hold it to."""
+    imported = {MODULE_OF[r.id] for r in results if r.id in MODULE_OF and any(
+        (c.cause or {}).get("kind") != "import" for c in r.cases)}
+    for r in results:
+        if not set(r.not_imported) & imported:
+            continue
+        r.not_imported = {m: why for m, why in r.not_imported.items() if m not in imported}
+        r.notes = [n for n in r.notes if not any(n.startswith(f"your file {m}.py does not import") for m in imported)]
+    return results
 
 
 def select(exercises: dict[str, Exercise], ids) -> list[Exercise]:
