@@ -43,7 +43,7 @@ def _chapter(tmp_path, name, *markdown):
 UNREVIEWED_CEILING = {
     "01_attention.ipynb": 29, "02_masking.ipynb": 71, "03_heads.ipynb": 35, "04_layer.ipynb": 36,
     "05_looking_at_heads.ipynb": 51, "06_pruning.ipynb": 98, "07_beyond.ipynb": 44, "08_language_model.ipynb": 83,
-    "guides/contributor.md": 16, "guides/instructor.md": 99, "guides/learner.md": 19, "guides/term.md": 27,
+    "guides/contributor.md": 16, "guides/instructor.md": 68, "guides/learner.md": 19, "guides/term.md": 27,
 }
 
 
