@@ -421,17 +421,47 @@ def _remove_group(path: str) -> None:
         pass
 
 
+STALE_NEAR = 256  # sibling groups of this process's own looked at for a killed zygote's groups
+
+
 def _remove_stale(parent: str) -> None:
+    """Remove the groups killed zygotes left: in ``parent``, and in the groups beside it (a
+    killed run's shell, terminal or job had a group of its own, and no later run starts there:
+    systemd's session scopes, a job runner's per-command groups). A group is stale when its
+    zygote's pid is gone, or is now another process's (started after the group was made)."""
+    places = [parent]
     try:
-        entries = list(os.scandir(parent))
+        places += [e.path for e in list(os.scandir(os.path.dirname(parent)))[:STALE_NEAR]
+                   if e.is_dir(follow_symlinks=False) and e.path != parent and not e.name.startswith(_PREFIX)]
     except OSError:
-        return
-    for entry in entries:
-        name = entry.name
-        if not name.startswith(_PREFIX) or not name[len(_PREFIX):].isdigit():
+        pass
+    for place in places:
+        try:
+            entries = list(os.scandir(place))
+        except OSError:
             continue
-        if not os.path.exists(f"/proc/{name[len(_PREFIX):]}"):  # else a live zygote's (or a reused pid's)
-            _remove_group(entry.path)
+        for entry in entries:
+            name = entry.name
+            if name.startswith(_PREFIX) and name[len(_PREFIX):].isdigit() and _stale(entry.path, int(name[len(_PREFIX):])):
+                _remove_group(entry.path)
+
+
+def _stale(group: str, pid: int) -> bool:
+    """Whether ``pid``'s group is a dead zygote's: no such process, or one younger than the group."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # starttime, in clock ticks after boot
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False  # unreadable: leave it (a live zygote's, perhaps)
+    try:
+        made = os.stat(group).st_ctime
+    except OSError:
+        return False
+    return boot + ticks / os.sysconf("SC_CLK_TCK") > made + 1  # the pid's process began after its group
 
 
 # ------------------------------------------------------------------ a child
