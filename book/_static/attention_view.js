@@ -353,6 +353,9 @@
       Array.prototype.forEach.call(matrixBox.querySelectorAll("[role=row]"), function (row, i) {
         row.classList.toggle("mha-attn-mchosen", i === q);
       });
+      var marked = matrixBox.querySelector(".mha-attn-pinned");
+      if (marked) marked.classList.remove("mha-attn-pinned");
+      if (state.key !== null && cellAt(q, state.key)) cellAt(q, state.key).classList.add("mha-attn-pinned");
       var old = matrixBox.querySelector("[tabindex='0']");
       if (old) old.setAttribute("tabindex", "-1");
       var now = cellAt(q, Math.min(k, L - 1));
