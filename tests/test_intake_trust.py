@@ -231,3 +231,24 @@ def test_a_refusal_in_the_progress_json_carries_no_escape_and_no_markup(tmp_path
     assert line["event"] == "refused" and "no submissions in" in message
     assert "\x1b" not in message and "\x07" not in message and "<img" not in message
     assert "\\x1b]52" in message and "&lt;img src=x onerror=alert(1)&gt;" in message  # shown, inert
+
+
+def test_a_collision_appearing_at_a_rerun_is_held_never_refused_as_learners_lost(tmp_path, monkeypatch, capsys):
+    entries = [_on_time("submission_1", [BOB], 5.0), _on_time("submission_3", [CY], 2.0)]
+    download, roster = _export_class(tmp_path, entries)
+    status, out, said = _batch(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, said
+    mal = Person("Mal, M", "", "bob@example.edu", "", "mal@example.edu")
+    download = write_export(tmp_path / "dl2", [*entries, _on_time("submission_2", [mal], 1.0)])
+    status, out, said = _batch(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 3, said  # not 2 ("fewer learners"): bob's is held, cy's graded again
+    grades = _by(out / "grades.csv", "learner")
+    assert grades["bob"]["status"] == "held" and grades["cy"]["final"] == "2"
+
+
+def test_a_stray_file_beside_the_export_folder_leaves_it_the_export(tmp_path, monkeypatch, capsys):
+    download, roster = _export_class(tmp_path, [_on_time("submission_1", [BOB], 5.0)])
+    (download / "README.txt").write_text("downloaded from Gradescope")
+    status, out, said = _batch(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
+    assert status == 0, said
+    assert _by(out / "grades.csv", "learner")["bob"]["final"] == "5"

@@ -28,6 +28,11 @@ is written atomically, so a batch killed at any point resumes where it stopped.
 gathers the parts into the files one run writes (:mod:`.shards`); ``--progress-json`` says
 how grading goes as JSON lines (:mod:`.progress`). Tables and the run's result go to stdout,
 progress and warnings to stderr.
+
+Exit status: 0 when every submission was graded (whatever the scores); 2 when the command
+cannot be right (one line says why; nothing written); 3 (:data:`PARTIAL`) when some
+submissions are held for an ambiguous identity (:mod:`.intake`: ``held.csv`` lists them)
+while every other learner is graded and every file written.
 """
 from __future__ import annotations
 
@@ -248,7 +253,8 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mha-grade batch", description=(
         "Grade every submission of DIR (one folder, .zip or .ipynb per learner, named by learner id; or "
         "Gradescope's Export Submissions, unzipped) in parallel; write grades.csv, canvas.csv, a feedback "
-        "file per learner and a class summary."))
+        "file per learner and a class summary. Exit status 0: graded; 2: the command cannot be right (nothing "
+        "written); 3: some submissions held for an ambiguous identity (held.csv), every other file written."))
     parser.add_argument("directory", type=Path, metavar="DIR")
     parser.add_argument("--out", type=Path, required=True, metavar="OUT", help="output folder (not inside DIR)")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)

@@ -80,10 +80,12 @@ class Export:
 
 
 def only_folder(directory: Path, skip=()) -> Path | None:
-    """The one folder ``directory`` holds when it holds nothing else (hidden entries and
-    ``skip`` aside): the top folder of an unzipped download. A folder beside other entries (a
-    learner's, among their classmates' zips) is never it."""
-    entries = [p for p in Path(directory).iterdir() if not p.name.startswith(".") and p.name not in skip]
+    """The one folder ``directory`` holds when it holds no other submission (no other folder,
+    ``.zip`` or notebook; hidden entries and ``skip`` aside): the top folder of an unzipped
+    download. A folder beside other submissions (a learner's, among their classmates' zips)
+    is never it."""
+    entries = [p for p in Path(directory).iterdir() if not p.name.startswith(".") and p.name not in skip
+               and (p.is_dir() or p.suffix.lower() in (".zip", ".ipynb"))]
     if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
         return entries[0]
     return None

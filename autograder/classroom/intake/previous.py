@@ -48,8 +48,11 @@ def resolve_seed(out: Path, given: int | None, say: Callable[[str], None]) -> in
 
 
 def graded_learners(ready) -> int:
-    """Learners with a submission in this run (a group's members each count)."""
-    return len({ready.owner[who.id] for people in ready.claims.values() for who in people})
+    """Learners with a submission in this run (a group's members each count), a held one's
+    included: a submission held for an ambiguous identity is no learner lost."""
+    held = {who for h in getattr(ready, "held", []) for who in h["submitters"]}
+    return len({ready.owner[who.id] for people in ready.claims.values() for who in people}
+               | set(getattr(ready, "held_people", {})) | {ready.owner.get(who, who) for who in held})
 
 
 def _previous(out: Path) -> tuple[int, str] | None:
