@@ -230,11 +230,6 @@ PLANTED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PLANTED))
-def test_each_check_fails_on_its_negation(name):
-    with np.errstate(all="ignore"), pytest.raises(AssertionError):
-        PLANTED[name]()
-
 
 def check_fill_values_fail_only_on_fully_masked_rows(fill_softmax):
     """Chapter 2's headings: filling with -inf gives NaN in a fully masked row, and exact weights in
@@ -527,3 +522,38 @@ class _ForgetfulCache(efficient.KVCache):
     def update(self, k, v):
         self.keys = self.values = None
         return super().update(k, v)
+
+
+# ------------------------------------------------------------------ chapter 5: entropy
+
+def check_attention_entropy(entropy):
+    """Chapter 5: the entropy of a row, -sum a log a with 0 log 0 = 0, is 0 for a one-hot row and
+    for a fully masked (all-zero) row, log n for a row spread evenly over n keys (so at most the log
+    of the allowed keys under a mask, log Lk without), with no NaN; one number per query."""
+    rng = RNG(12)
+    for lk in (1, 4, 13):
+        assert np.isclose(entropy(np.eye(lk)[:1]), 0).all()
+        for n in range(1, lk + 1):
+            row = np.zeros(lk)
+            row[rng.choice(lk, n, replace=False)] = 1 / n
+            assert np.isclose(entropy(row[None]), np.log(n)).all()
+        w = rng.random((2, 3, 5, lk))
+        w /= w.sum(-1, keepdims=True)
+        h = entropy(w)
+        assert h.shape == (2, 3, 5) and np.isfinite(h).all() and (h >= -1e-12).all() and (h <= np.log(lk) + 1e-12).all()
+    assert entropy(np.zeros((1, 6))).tolist() == [0.0]
+
+
+def test_attention_entropy():
+    from solutions import analysis
+    check_attention_entropy(analysis.attention_entropy)
+
+
+PLANTED["entropy multiplying before the fix"] = lambda: check_attention_entropy(lambda w: -(np.asarray(w) * np.log(w)).sum(-1))
+
+
+# Last in the file: every check planted above, whichever section added it.
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_each_check_fails_on_its_negation(name):
+    with np.errstate(all="ignore"), pytest.raises(AssertionError):
+        PLANTED[name]()
