@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from solution_copies import edited_solutions
 
+from autograder.said import plain  # the learner's words in their slots, read as text
 from autograder.isolation import exchange
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +83,7 @@ def test_mha_grade_says_it_for_every_exercise_of_the_module(tmp_path):
         assert (result["status"], result["score"]) == ("error", 0), result
         assert result["not_imported"]["masking"].startswith(f"ValueError at line {line}: boom")
         for case in result["cases"]:  # one failure, in the notes' words: its line's code too
-            assert case["feedback"] == ("not graded: your file masking.py does not import: "
+            assert plain(case["feedback"]) == ("not graded: your file masking.py does not import: "
                                         + result["not_imported"]["masking"]), case
             assert "(`raise ValueError('boom')`)" in case["feedback"]
     # Graded with stand-ins (one mistake counts once), and told so.
@@ -108,7 +109,7 @@ def test_each_kind_of_import_time_failure_is_named(tmp_path, kind):
     report = runner.grade_submission(submission, exercises=["causal_mask", "softmax"], parallel=1)
     results = {r.id: r for r in report.exercises}
     causal, softmax = results["causal_mask"], results["softmax"]
-    assert causal.cases[0].feedback.startswith(f"not graded: your file masking.py does not import: {type_name}")
+    assert plain(causal.cases[0].feedback).startswith(f"not graded: your file masking.py does not import: {type_name}")
     assert f"line {line}" in causal.cases[0].feedback
     assert softmax.status == "passed"  # attention.py imports masking.py: stand-ins...
     assert softmax.not_imported["masking"].startswith(f"{type_name} at line {line}")  # ...and the record says so

@@ -166,7 +166,7 @@ def _share(k: int, n: int) -> str:
 def _mistakes(s: ExerciseStats, n: int, fmt: str = "markdown") -> str:
     """The most common diagnoses, through the one renderer (``said.render``): a case's value in
     one is left out, as the cases are hidden."""
-    return "; ".join(f"{render(mistake(d), fmt)} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
+    return "; ".join(f"{render(mistake(d), 'text' if fmt == 'markdown' else fmt)} ({k}/{n})" for d, k in s.mistakes.most_common(TOP_MISTAKES))
 
 
 def _names(names: list[str], limit: int = 30) -> str:
@@ -200,7 +200,7 @@ def to_markdown(stats: ClassStats, rename=lambda x: x) -> str:
         lines.append("Every submission was graded; none timed out, failed to import or was misnamed.")
     lines += ["", "## Common mistakes, most common first (what to re-teach)", ""]
     if stats.mistakes:
-        lines += [f"{i}. {render(sentence(m), 'markdown')} (`{e}`): {k} of {n} submissions"
+        lines += [f"{i}. {render(sentence(m), 'text')} (`{e}`): {k} of {n} submissions"
                   for i, (m, e, k) in enumerate(stats.mistakes, 1)]
     else:
         lines.append("No known mistake was recognised.")
