@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from solution_copies import edited_solutions
 
+from autograder.said import plain
 from autograder import scoring
 from autograder.grading import judge, reference
 from autograder.isolation import exchange
@@ -145,8 +146,10 @@ def test_a_flipped_causal_offset_is_not_called_inverted():
     assert named.startswith("Your mask shifts the diagonal by Lq - Lk, the wrong sign"), named
     # Without that known bug, the minimal pair names the feature: square passes, Lq != Lk fails.
     unnamed = judge.judge_in_process(without("causal_mask", "wrong sign"), flipped_offset).feedback
-    assert re.search(r"Correct on Lq = Lk; fails on (one query, )?Lq [<>] Lk, other features the same", unnamed), unnamed
-    assert "j <= i + (Lk - Lq)" in unnamed
+    # Without it, a generated mutant's name (the offset subtracted) or the minimal pair says where.
+    assert re.search(r"their inputs differ only in the [\w ]+: (one query, )?Lq [<>] Lk where the passing one has "
+                     r"Lq = Lk|if an addition were a subtraction in the query positions", unnamed), unnamed
+    assert "j <= i + (Lk - Lq)" not in unnamed  # which inputs fail says where, not what to change
 
 
 class _Learner(library("MultiHeadAttention").Layer):
@@ -192,7 +195,9 @@ def test_the_layer_s_summary_blames_the_part_that_fails(learner, part, feature):
     # With no known bug to name it, the minimal pair does: the same case without the feature passes.
     unnamed = judge.judge_in_process(dataclasses.replace(exercise, bugs={}), learner)
     assert "fails on kdim" not in unnamed.feedback and "W_k" not in unnamed.feedback, unnamed.feedback
-    assert re.search(rf"Correct on [^;]+; fails on {re.escape(feature)}", unnamed.feedback), unnamed.feedback
+    assert re.search(rf"fails with {re.escape(feature)}[^.]* and passes with its|differ only in the [^:]+: "
+                     rf"{re.escape(feature)}[^.]* where", unnamed.feedback) or any(r.diagnosis for r in unnamed.cases), \
+        unnamed.feedback
 
 
 def test_the_layer_s_cases_isolate_every_part_and_every_hinted_feature():
@@ -237,7 +242,7 @@ def test_a_mask_without_its_head_axis_is_worded_from_the_learner_s_side():
                                                 f"scaled_dot_product_attention raised {words} (layer.py, line 9: "
                                                 f"heads, w = scaled_dot_product_attention(q, k, v, mask))"))
     assert "reference" not in feedback
-    assert feedback.startswith("your call to scaled_dot_product_attention at layer.py line 9"), feedback
+    assert plain(feedback).startswith("your call to scaled_dot_product_attention at layer.py line 9"), feedback
 
 
 def test_a_mask_without_its_head_axis_through_the_pipeline(tmp_path):
@@ -265,7 +270,7 @@ def test_a_file_that_does_not_import_grades_none_of_its_exercises(tmp_path):
     for exercise_id in ("padding_mask", "causal_mask", "masked_softmax"):
         result = results[exercise_id]
         assert result.score == 0 and result.status == "error"
-        assert all(c.feedback.startswith("not graded: your file masking.py does not import: SyntaxError")
+        assert all(plain(c.feedback).startswith("not graded: your file masking.py does not import: SyntaxError")
                    for c in result.cases), result.cases[0].feedback
         assert f"line {line}" in result.cases[0].feedback
     assert results["multi_head_attention"].status == "passed"  # graded with stand-ins for masking.py...
@@ -311,7 +316,8 @@ def test_split_heads_is_graded_on_leading_axes_and_the_value_error():
         return np.stack([x[..., h * d:(h + 1) * d] for h in range(num_heads)], axis=-3)
 
     result = judge.judge_in_process(EXERCISES["split_heads"], three_d_only)
-    assert result.score < result.max_score and "accept any number of leading axes" in result.feedback
+    # In process the exception names no line of the learner's: the pair is an observation, with no hint.
+    assert result.score < result.max_score and "differ only in the leading axes: two leading axes" in result.feedback
     result = judge.judge_in_process(EXERCISES["split_heads"], no_check)
     assert result.score < result.max_score and "raise ValueError" in result.feedback, result.feedback
     failing = [c for c in result.cases if not c.passed]
@@ -364,7 +370,8 @@ def test_a_whole_score_matrix_is_told_what_it_held(name):
         assert "of new NumPy arrays and Python objects at once:" in said
     assert failing[0].cause == {"kind": "mismatch", "what": "peak memory"}
     assert scoring.MISMATCH_WORDS["peak memory"].startswith("the call held at least half of the whole score matrix")
-    assert "Correct on a few keys; fails on 512 keys (32 chunks), other features the same" in result.feedback
+    assert re.search(r"differ only in the [^:]+: 512 keys \(32 chunks\) where the passing one has a few keys",
+                     result.feedback), result.feedback
     assert not stated(result)  # no known bug's values: nothing to diagnose but the memory
 
 
@@ -430,25 +437,28 @@ def test_a_crash_on_a_general_case_names_the_assumption():
     for case in cases:
         if case.features.get("leading axes") == "two leading axes (B, C, ...)":
             outputs.append(CaseError("exception", "ValueError: too many values to unpack (expected 3) "
-                                                  "(heads.py, line 5: B, L, F = x.shape)"))
+                                                  "(heads.py, line 5: B, L, F = x.shape)",
+                                     source="B, L, F = x.shape"))  # the grader's read of line 5 (held_to_facts)
         else:
             outputs.append(judge.run_driver(case, ns))
     result = judge.judge_exercise(exercise, cases, outputs, [])
     # Every value that passes with the rest alike is named: here one leading axis and none.
-    assert ("Your code assumes one leading axis (B, ...) or no leading axis: with two leading axes (B, C, ...) it "
-            "raises ValueError at heads.py line 5 (`B, L, F = x.shape`)") in result.feedback, result.feedback
+    assert ("With two leading axes (B, C, ...) your code raises ValueError at heads.py line 5 (`B, L, F = x.shape`), "
+            "while a case with one leading axis (B, ...) or no leading axis") in plain(result.feedback), result.feedback
 
 
 def test_a_transpose_of_every_axis_on_the_failing_line_is_explained():
     """A fact about the failing line (``k.T`` on a 3-D or 4-D array), said after the crash."""
     exercise = EXERCISES["scaled_dot_product_attention"]
     cases = draw.grading_cases(exercise, 0)
-    outputs = [CaseError("exception", "ValueError: matmul: mismatch (attention.py, line 10: scores = q @ k.T / 2)")
+    outputs = [CaseError("exception", "ValueError: matmul: mismatch (attention.py, line 10: scores = q @ k.T / 2)",
+                         source="scores = q @ k.T / 2")  # the grader's read of line 10 (exchange.held_to_facts)
                for _ in cases]
-    feedback = judge.judge_exercise(exercise, cases, outputs, []).feedback
+    feedback = plain(judge.judge_exercise(exercise, cases, outputs, []).feedback)
     assert "`k.T` reverses every axis of an array with more than two axes" in feedback, feedback
     assert "np.swapaxes(k, -1, -2)" in feedback
-    outputs = [CaseError("exception", "ValueError: x (attention.py, line 10: scores = q @ k.mT)") for _ in cases]
+    outputs = [CaseError("exception", "ValueError: x (attention.py, line 10: scores = q @ k.mT)",
+                         source="scores = q @ k.mT") for _ in cases]
     assert "reverses every axis" not in judge.judge_exercise(exercise, cases, outputs, []).feedback
 
 
@@ -469,8 +479,9 @@ def test_without_a_minimal_pair_no_feature_is_blamed():
     cases.append(case("c", lengths="Lq < Lk", dtype="float64"))
     result = scoring.score("causal_mask", 4, cases, [right, wrong, wrong], [right] * 3,
                            lambda i, d=None: {} if d is None else None, hints={"Lq < Lk": "align to the end"})
-    assert "Correct on Lq = Lk; fails on Lq < Lk, other features the same ('c' fails, 'a' passes): align to the " \
-           "end." in result.feedback, result.feedback
+    assert ("'c' fails and 'a' passes, and their inputs differ only in the lengths: Lq < Lk where the passing one has "
+            "Lq = Lk.") in result.feedback, result.feedback
+    assert "align to the end" not in result.feedback  # an observation of inputs: no hint to change the code
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -519,7 +530,8 @@ def test_an_intervention_never_run_earns_nothing_and_vetoes_nothing():
                exchange.not_run("the case it changes one feature of ran out of its limit"), right]
     result = scoring.score("causal_mask", 4, cases, outputs, [right] * 3, lambda i, d=None: {} if d is None else None)
     assert [c.name for c in result.cases] == ["a", "b"]
-    assert "fails on float32, other features the same ('a' fails, 'b' passes)" in result.feedback, result.feedback
+    assert "'a' fails and 'b' passes, and their inputs differ only in the dtype: float32" in result.feedback, \
+        result.feedback
 
 
 def test_a_case_out_of_time_names_its_feature_but_no_fix():
@@ -535,7 +547,7 @@ def test_a_case_out_of_time_names_its_feature_but_no_fix():
     slow = CaseError("timeout", "this case used more than 1.5 s of CPU time")
     result = scoring.score("causal_mask", 4, cases, [slow, right], [right] * 2,
                            lambda i, d=None: {} if d is None else None, hints=hints)
-    assert "fails on float32, other features the same" in result.feedback and "keep the" not in result.feedback
+    assert "differ only in the dtype: float32" in result.feedback and "keep the" not in result.feedback
     cut = CaseError("timeout", "the exercise's 10 s ran out during this case", own=False)
     result = scoring.score("causal_mask", 4, cases, [cut, right], [right] * 2,
                            lambda i, d=None: {} if d is None else None, hints=hints)

@@ -117,8 +117,11 @@ def judge_exercise(exercise: Exercise, cases: list[Case], outputs: list, notes: 
 
     def bugs(i, diagnosis=None):  # asked only about cases with the learner's data: their expected output exists
         if diagnosis is not None:  # one bug, run only when a claim needs it checked on this case
+            if cases[i].driver.endswith("_raises") and diagnosis not in exercise.bugs:
+                return None
             return bug_shown(exercise, cases[i], expected[i], diagnosis)
-        return shown_bugs(exercise, cases[i], expected[i], generated=True)
+        # A call that must raise shows only whether it raised: too little for a mutant's name.
+        return shown_bugs(exercise, cases[i], expected[i], generated=not cases[i].driver.endswith("_raises"))
 
     return scoring.score(exercise.id, exercise.points, cases, outputs, expected, bugs, exercise.ladder, notes,
                          exercise.hints)

@@ -101,12 +101,13 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             if raised:  # the values with which it raises the same, at the same line
                 bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found
                                                  if _raised_at(_error(outputs[g])) == raised)), "or")
-                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, and the same case with "
-                           f"{good} instead passes ({cases[f].name!r}, {feature} alone changed)"
-                           + (f"; {hint}." if hint else "."))
+                # The code's own trace (the line that raised) with the flip: what the hint is about.
+                out.append(f"With {bad} your code raises {raised}, and the same case with {good} instead passes "
+                           f"({cases[f].name!r}, {feature} alone changed)" + (f"; {hint}." if hint else "."))
             else:
-                out.append(f"Correct on {good}; fails on {bad}: {cases[f].name!r} fails and passes with its "
-                           f"{feature} alone changed to {good}" + (f": {hint}." if hint else "."))
+                # Which inputs fail says where, not what: an observation, with no hint to change anything.
+                out.append(f"{cases[f].name!r} fails with {first_bad} and passes with its {feature} alone changed to "
+                           f"{probe.features[feature]}.")
         if out:
             return out
     pairs: dict = {}  # feature -> [(passing case, failing case)], in the order found
@@ -132,12 +133,11 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             hint = _hint(hints, bad, feature, outputs[f])
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
-                out.append(f"Your code assumes {good}: with {bad} it raises {raised}, while a case with {good}, other "
-                           f"features the same, passes ({cases[f].name!r} vs {cases[p].name!r})"
-                           + (f"; {hint}." if hint else "."))
+                out.append(f"With {bad} your code raises {raised}, while a case with {good}, other features the "
+                           f"same, passes ({cases[f].name!r} vs {cases[p].name!r})" + (f"; {hint}." if hint else "."))
             else:
-                out.append(f"Correct on {good}; fails on {bad}, other features the same ({cases[f].name!r} fails, "
-                           f"{cases[p].name!r} passes)" + (f": {hint}." if hint else "."))
+                out.append(f"{cases[f].name!r} fails and {cases[p].name!r} passes, and their inputs differ only in the "
+                           f"{feature}: {bad} where the passing one has {features[p][feature]}.")
         return out
     # Only where some passing case ran the learner's code (a case that must raise passes without
     # it); "no passing case has" is then checked against every passing case.
