@@ -38,9 +38,13 @@ MODEL_JS, MODEL_JSON = STATIC / "sentence_model.js", STATIC / "sentence_model.js
 MAX_TOKENS = 512  # a view draws a cell per token per head: more is unreadable and slow
 MAX_VALUES = 1_000_000  # weights in one view (all inputs): about 8 MB of JSON at most
 MAX_TOKEN_CHARS = 40
-TABLE_CSS = (".mha-table{border-collapse:collapse;font-size:0.9rem;margin:0.5rem 0}"
-             ".mha-table th,.mha-table td{border:1px solid #8a8a8a;padding:0.15rem 0.45rem;text-align:left}"
-             ".mha-table caption{caption-side:top;text-align:left;font-weight:bold;padding-bottom:0.2rem}")
+# Colours of its own, light or under a dark theme (the book's, JupyterLab's), as the views':
+# a theme's table colours (light cells in the dark) would leave its caption unreadable.
+TABLE_CSS = (".mha-table{border-collapse:collapse;font-size:0.9rem;margin:0.5rem 0;color:#1a1a1a;background:#fff}"
+             "html[data-theme=dark] .mha-table,body[data-jp-theme-light=false] .mha-table{color:#ececec;background:#16191d}"
+             ".mha-table th,.mha-table td{border:1px solid #8a8a8a;padding:0.15rem 0.45rem;text-align:left;"
+             "color:inherit;background:inherit}"
+             ".mha-table caption{caption-side:top;text-align:left;font-weight:bold;padding-bottom:0.2rem;color:inherit}")
 DECIMALS = 5  # weights are written rounded to 1e-5: the page shows them to within 5e-6
 
 

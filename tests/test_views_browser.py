@@ -107,6 +107,7 @@ def test_page(example_weights):
         views.show_attention(list(induction_like[:, None]), [str(n % 50) for n in range(64)], item=0,
                              title="Sixty-four numbered tokens")._repr_html_(),
         odd,
+        views.table(["seed", "loss"], [[0, "0.12"], [1, "0.13"]], caption="A table of results")._repr_html_(),
         "</main></body></html>",
     ]
     with tempfile.TemporaryDirectory(prefix="mha-views-") as folder:
