@@ -552,6 +552,68 @@ def test_attention_entropy():
 PLANTED["entropy multiplying before the fix"] = lambda: check_attention_entropy(lambda w: -(np.asarray(w) * np.log(w)).sum(-1))
 
 
+# ------------------------------------------------------------------ chapter 2: padding and where to mask
+
+def check_padding_mask(padding_mask):
+    """Chapter 2: key j of sequence b may be attended to iff j < valid_lens[b]; (B,) lengths give a
+    (B, 1, Lk) mask that broadcasts against (B, Lq, Lk) scores, (B, Lq) lengths one per query; a
+    valid_lens of any other rank is refused; reversing the key axis gives the left-padding mask."""
+    lens = np.array([4, 2, 5, 0])
+    m = np.asarray(padding_mask(lens, 5))
+    assert m.shape == (4, 1, 5) and np.array_equal(m[:, 0], np.arange(5)[None] < lens[:, None])
+    assert np.broadcast_shapes(m.shape, (4, 3, 5)) == (4, 3, 5)
+    per_query = np.array([[1, 2, 3], [3, 3, 0]])
+    mq = np.asarray(padding_mask(per_query, 4))
+    assert mq.shape == (2, 3, 4) and np.array_equal(mq.sum(-1), per_query)
+    with pytest.raises(ValueError):
+        padding_mask(np.zeros((2, 2, 2), int), 3)
+    left = m[..., ::-1]
+    assert np.array_equal(left[:, 0].sum(-1), lens) and all(not row[:5 - n].any() for row, n in zip(left[:, 0], lens))
+
+
+def test_padding_mask():
+    check_padding_mask(masking.padding_mask)
+
+
+def check_where_to_mask(masked_softmax):
+    """Chapter 2: zeroing after the softmax leaves rows that no longer sum to one; renormalising
+    after it leaks the masked key (the allowed weights move when only its score changes); masking
+    before the softmax neither depends on the masked scores nor breaks on them; a left-padded short
+    sequence under a causal mask has first queries with nothing to look at; combining padding and
+    causal masks is their AND."""
+    scores = np.array([1.0, 2.0, 0.5, 3.0])
+    mask = np.array([True, True, True, False])
+    after = attention.softmax(scores) * mask
+    assert not np.isclose(after.sum(), 1)
+    changed = scores.copy()
+    changed[3] = -5.0
+    assert not np.allclose(after, attention.softmax(changed) * mask), "zeroing after the softmax leaks the masked score"
+    renorm = lambda s: attention.softmax(s) * mask / (attention.softmax(s) * mask).sum()  # noqa: E731
+    assert np.allclose(renorm(scores), renorm(changed))  # exact arithmetic: equal; the leak is in the scale
+    big = scores.copy()
+    big[3] = 800.0
+    with np.errstate(all="ignore"):
+        assert not np.isfinite(renorm(big)).all()  # the masked score sets the scale: everything underflows
+    assert np.allclose(masked_softmax(scores, mask), masked_softmax(big, mask))
+    assert np.allclose(masked_softmax(scores, mask), masked_softmax(changed, mask))
+    pad = masking.padding_mask(np.array([2]), 5)[..., ::-1]  # left padding, 2 real tokens at the end
+    combined = pad & masking.causal_mask(5)
+    assert not combined[0, :3].any(axis=-1).any() and combined[0, 3:].any(-1).all()
+
+
+def test_where_to_mask():
+    check_where_to_mask(masking.masked_softmax)
+
+
+PLANTED |= {
+    "padding mask one key too many": lambda: check_padding_mask(
+        lambda v, n: masking.padding_mask(np.asarray(v) + 1, n)),
+    "masked softmax that renormalises": lambda: check_where_to_mask(
+        lambda s, m: attention.softmax(s) * m / (attention.softmax(s) * m).sum(-1, keepdims=True)),
+}
+
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
