@@ -602,6 +602,31 @@ def test_the_copying_uses_many_of_the_heads(induction_models):
     assert "through many of their heads" in _flat(_markdown("08_language_model.ipynb"))
 
 
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def test_each_chapter_s_exercise_count_and_table_are_its_exercises():
+    """Every chapter's "You write N ... in `mha_exercises/M.py`": N is the number of rows of the
+    table under it, each row an exercise the grader grades and M defines, and no graded exercise of
+    M is missing from the table."""
+    from autograder.grading.exercises import EXERCISES
+    checked = 0
+    for path in sorted(BOOK.glob("[0-9][0-9]_*.ipynb")):
+        text = "\n".join("".join(c["source"]) for c in _cells(path.name) if c["cell_type"] == "markdown")
+        said = re.search(r"You write (\w+) \w+ in `mha_exercises/(\w+)\.py`[^\n]*\n\n\| exercise id \|[^\n]*\n\|[-| ]+\|\n((?:\|[^\n]*\n)+)", text)
+        if not said:
+            continue
+        count, module, rows = WORDS[said.group(1)], said.group(2), said.group(3)
+        ids = re.findall(r"^\| `(\w+)` \|", rows, re.M)
+        source = (ROOT / "mha_exercises" / f"{module}.py").read_text()
+        assert len(ids) == count, (path.name, count, ids)
+        for exercise in ids:
+            assert exercise in EXERCISES and re.search(rf"^(def|class) {exercise}\b", source, re.M), (path.name, exercise)
+        checked += 1
+    assert checked >= 7, f"found the exercise table of only {checked} chapters"
+
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_property_fails_on_its_negation(name):

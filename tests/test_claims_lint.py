@@ -41,8 +41,8 @@ def _chapter(tmp_path, name, *markdown):
 # The unreviewed sentences of each document when the lint began reading everything (issue 44): the
 # count may fall, never rise. Lower a ceiling when you back sentences; the goal is 0.
 UNREVIEWED_CEILING = {
-    "01_attention.ipynb": 29, "02_masking.ipynb": 56, "03_heads.ipynb": 35, "04_layer.ipynb": 36,
-    "05_looking_at_heads.ipynb": 44, "06_pruning.ipynb": 90, "07_beyond.ipynb": 44, "08_language_model.ipynb": 78,
+    "01_attention.ipynb": 28, "02_masking.ipynb": 53, "03_heads.ipynb": 32, "04_layer.ipynb": 33,
+    "05_looking_at_heads.ipynb": 42, "06_pruning.ipynb": 87, "07_beyond.ipynb": 41, "08_language_model.ipynb": 75,
     "guides/contributor.md": 16, "guides/instructor.md": 68, "guides/learner.md": 19, "guides/term.md": 27,
 }
 
