@@ -552,3 +552,64 @@ def test_a_case_out_of_time_names_its_feature_but_no_fix():
     result = scoring.score("causal_mask", 4, cases, [cut, right], [right] * 2,
                            lambda i, d=None: {} if d is None else None, hints=hints)
     assert "fails on" not in result.feedback and "Correct on" not in result.feedback, result.feedback
+
+
+# --- issue 42: the learner mistakes its report quotes, each named, none told a false sentence ------
+
+def _table(length, dim, offset=0, base=10000.0, *, sign=-1, slope=2, layout="interleaved", dtype=torch.float32):
+    if dim % 2:
+        raise ValueError(f"odd dim {dim}")
+    positions = torch.arange(offset, offset + length, dtype=torch.float64)[:, None]
+    angles = positions * base ** (sign * slope * torch.arange(dim // 2, dtype=torch.float64) / dim)
+    if layout == "halves":  # fairseq: [sin(all) | cos(all)]
+        return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1).to(dtype)
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2).to(dtype)
+
+
+def test_a_table_that_multiplies_by_the_frequency_is_named_and_the_offset_is_not_blamed():
+    result = judge.judge_in_process(EXERCISES["sinusoidal_positions"], lambda *a, **k: _table(*a, sign=1, **k))
+    assert any("base^(-1)" in (r.diagnosis or "") for r in result.cases), result.feedback
+    assert "offset" not in result.feedback.replace("offset + t", ""), result.feedback
+
+
+def test_rope_with_exponent_4i_over_d_is_named_as_the_base_squared():
+    def rope(x, offset=0, base=10000.0):
+        d = x.shape[-1]
+        if d % 2:
+            raise ValueError("odd d")
+        positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)[:, None]
+        angles = positions * base ** (-4 * torch.arange(d // 2, dtype=torch.float64) / d)
+        cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+        x1, x2 = x[..., :d // 2], x[..., d // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    result = judge.judge_in_process(EXERCISES["apply_rope"], rope)
+    assert all("base^2 in place of base" in (r.diagnosis or "") for r in result.cases if not r.passed), result.feedback
+    assert "fails with an offset" not in result.feedback, result.feedback
+
+
+def test_a_float64_table_is_not_said_to_have_float32_inputs():
+    result = judge.judge_in_process(EXERCISES["sinusoidal_positions"], lambda *a, **k: _table(*a, dtype=torch.float64, **k))
+    assert result.score < result.max_score
+    said = plain(result.feedback) + " ".join(plain(r.feedback) for r in result.cases)
+    assert "inputs" not in said and "is float64, expected float32" in said, said
+    assert "the dtype cast were left out" in result.feedback, result.feedback  # the generated catalogue's name
+
+
+def test_a_sines_then_cosines_table_is_told_its_columns_are_the_references_in_another_order():
+    exercise = dataclasses.replace(EXERCISES["sinusoidal_positions"], bugs={})
+    result = judge.judge_in_process(exercise, lambda *a, **k: _table(*a, layout="halves", **k))
+    assert ("Your result is the reference's with the entries along its last axis (dim) in another order: the "
+            "reference's even-numbered entries first, then its odd-numbered ones") in result.feedback, result.feedback
+
+
+def test_a_softmax_shifted_by_the_row_minimum_loses_points():
+    def softmax(x, axis=-1):
+        e = np.exp(x - x.min(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    with np.errstate(all="ignore"):
+        result = judge.judge_in_process(EXERCISES["softmax"], softmax)
+    assert result.score < result.max_score
+    assert [r.name for r in result.cases if not r.passed] == ["rows spanning -1e4 to 1e4"]
+    assert "subtract each row's own max" not in result.feedback  # which rows fail says where, not what to change
