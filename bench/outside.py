@@ -185,18 +185,27 @@ def claims_of(words: str, case_names: list[str]) -> str:
     ‹case›: a name says which inputs, never a cause ("a fully masked row" is a case, not a diagnosis)."""
     text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", html.unescape(words.replace("<br>", "\n")))
     names = sorted(set(case_names), key=len, reverse=True)
-
-    def unnamed(segment: str) -> str:
-        for name in names:
-            segment = segment.replace(name, "‹case›")
-        return segment
-
     # where a name stands as a name: quoted, in a list after "case(s):", or heading a line ("name: ...");
     # elsewhere the same words may be a feature ("fails on Lq > Lk") and stay
     for name in names:
         text = text.replace(f"'{name}'", "'‹case›'")
         text = re.sub(rf"(?m)^{re.escape(name)}: ", "‹case›: ", text)
-    return re.sub(r"(cases?: )([^)\n]*)", lambda m: m[1] + unnamed(m[2]), text)
+    pieces, at = [], 0
+    for start in re.finditer(r"cases?: ", text):  # a list "cases: a; b" or "a, b": names one after another
+        if start.start() < at:
+            continue
+        pieces.append(text[at:start.end()])
+        at = start.end()
+        while True:
+            name = next((n for n in names if text.startswith(n, at)), None)
+            if name is None:
+                break
+            pieces.append("‹case›")
+            at += len(name)
+            if text[at:at + 2] in ("; ", ", "):
+                pieces.append(text[at:at + 2])
+                at += 2
+    return "".join(pieces) + text[at:]
 
 
 def false_aggregates(ex_feedback: str, case_feedback: list[str]) -> list[str]:
