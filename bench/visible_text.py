@@ -22,7 +22,11 @@ grader's own kinds ("timed out", "died", "ran out of memory", "not attempted", "
 import"), each carrying the case's input, and write "did not import" records for every other
 module, carrying it too: whatever the child sends, the target is the same.
 
-    python bench/visible_text.py [--seed N] [--learner leaking|forging|cjk|all]
+    python bench/visible_text.py [--seed N] [--learner leaking|forging|cjk|all] [--batch]
+
+``--batch`` grades the three learners and an honest one as a class (``mha-grade batch``) and
+counts the decoded bytes of hidden inputs in each learner's ``feedback/<learner>.md`` and
+``.html`` (target: under 300 for the two together) and in every class file.
 
 The grader measured is the one ``python -m autograder`` imports: put another checkout first on
 ``PYTHONPATH`` to measure it (e.g. the one before this benchmark existed).
@@ -30,6 +34,7 @@ The grader measured is the one ``python -m autograder`` imports: put another che
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -135,10 +140,58 @@ def grade(learner: str, seed: int) -> tuple[dict, str] | None:
         return json.loads(out.read_text()), proc.stdout.strip()
 
 
+FEEDBACK_TARGET = 300  # decoded bytes of hidden inputs in one learner's feedback files (issue 43)
+
+
+def _as_read(text: str, suffix: str) -> str:
+    """A file's text as its reader sees it: HTML entities and Markdown's backslashes undone."""
+    if suffix in (".md", ".html"):
+        text = re.sub(r"\\(.)", r"\1", html.unescape(text))
+    return text
+
+
+def batch(seed: int) -> bool:
+    """``mha-grade batch`` on a class of the three learners and an honest one: the decoded bytes
+    of hidden inputs in each learner's feedback files, and in every class file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        klass, out = Path(tmp) / "class", Path(tmp) / "out"
+        for learner in ("leaking", "forging", "cjk"):
+            (klass / learner).mkdir(parents=True)
+            leaking_submission(klass / learner, forging=learner == "forging", cjk=learner == "cjk")
+        (klass / "honest").mkdir()
+        for f in (ROOT / "solutions").glob("*.py"):
+            if f.name != "__init__.py":
+                (klass / "honest" / f.name).write_text(f.read_text())
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "--seed",
+                               str(seed), "--jobs", "2", "--quiet"], capture_output=True, text=True, env=env,
+                              cwd=tmp, timeout=3000)
+        if proc.returncode not in (0, 3):
+            print(proc.stderr, file=sys.stderr)
+            print("| batch | the grader failed | | MISSED |")
+            return False
+        print("\n| file | decoded bytes of hidden inputs | UTF-8 bytes of the encoding | target |")
+        print("|---|---|---|---|")
+        met = True
+        for path in sorted(p for p in out.rglob("*") if p.is_file() and p.suffix in (".md", ".html", ".csv", ".json")):
+            text = _as_read(path.read_text(errors="replace"), path.suffix)
+            runs = LEAK.findall(text)
+            if not runs and "feedback" not in path.parts:
+                continue
+            found = sum(decoded(m) for m in runs)
+            ok = "feedback" not in path.parts or found < FEEDBACK_TARGET / 2  # .md and .html: the learner's 300
+            met &= ok
+            print(f"| {path.relative_to(out)} | {found} | {sum(len(m.encode()) for m in runs)} | "
+                  f"{'met' if ok else 'MISSED'} |")
+        return met
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=195529710)
     p.add_argument("--learner", choices=("leaking", "forging", "cjk", "all"), default="all")
+    p.add_argument("--batch", action="store_true", help="also grade the three in a class (mha-grade batch) and "
+                   "measure every learner's feedback files and the class files")
     args = p.parse_args(argv)
     met = True
     print(f"| learner | learner text visible at once (UTF-8 bytes) | most in one output | decoded bytes of "
@@ -158,6 +211,11 @@ def main(argv=None) -> int:
               f"{m['visible_tests']} | {m['expected_visible']} | {'VISIBLE' if m['seed_visible'] else 'not visible'} "
               f"| {'met' if ok else 'MISSED'} |")
     print(f"target (at most {LEARNER_CHARS} bytes per output, no expected value, no seed): {'met' if met else 'MISSED'}")
+    if args.batch:
+        fed = batch(args.seed)
+        print(f"target (under {FEEDBACK_TARGET} decoded bytes of hidden inputs in a learner's feedback files): "
+              f"{'met' if fed else 'MISSED'}")
+        met &= fed
     return 0 if met else 1
 
 
