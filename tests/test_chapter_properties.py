@@ -290,6 +290,13 @@ def test_a_plain_reshape_has_the_entries_it_needs():
     x = np.arange(2 * 5 * 12, dtype=float).reshape(2, 5, 12)
     plain = x.reshape(2, 3, 5, 4)
     assert plain.size == x.size and np.array_equal(np.sort(plain.ravel()), x.ravel()) and np.array_equal(plain.ravel(), x.ravel())
+    # Two wrong functions undo each other: the plain reshape back round-trips exactly, with the right
+    # shapes, so only a comparison with the expected head slices tells it from split_heads.
+    assert np.array_equal(plain.reshape(x.shape), x) and plain.shape == heads.split_heads(x, 3).shape
+    assert not np.array_equal(plain, heads.split_heads(x, 3))
+    # L = 4, H = 2, d = 3: the plain "head 0" holds positions 0 and 1 only, each twice.
+    small = np.repeat(np.arange(4.0)[:, None], 6, axis=1)  # entry = its position
+    assert np.array_equal(small.reshape(2, 4, 3)[0, :, 0], [0, 0, 1, 1])
 
 
 # ------------------------------------------------------------------ chapter 4: the layer
