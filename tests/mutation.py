@@ -191,7 +191,7 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
 
 _AXES = {"last axis": -1, "second-to-last axis": -2, "third-to-last axis": -3, "fourth-to-last axis": -4}
 _AXIS = r"(?:its )?(last axis|second-to-last axis|third-to-last axis|fourth-to-last axis)(?: \(\w+\))?"
-_RELATION = re.compile(r"Your (?P<label>[\w ]+?) is the reference's (?P<what>.+?), on every case that returned it "
+_RELATION = re.compile(r"Your (?P<label>[\w ]+?) is (?:the reference's )?(?P<what>.+?), on every case that returned it "
                        r"\((?P<rows>\d+), the (?P<differ>\d+) where it differs from the reference's among them\)\.")
 
 
@@ -220,6 +220,13 @@ def _relation_holds(what, g, e, case) -> bool:
     def same(a, b):
         return a.shape == b.shape and np.allclose(a, b, **tol)
 
+    if what.startswith("a table like the reference's laid out in two halves"):
+        n = e.shape[-1]
+        j = np.arange(n // 2)
+        unit = lambda a, x, y: np.allclose(a[:, x] ** 2 + a[:, y] ** 2, 1, atol=10 * (tol["rtol"] + tol["atol"]))  # noqa: E731
+        return g.ndim == 2 and unit(g, j, j + n // 2) and unit(e, 2 * j, 2 * j + 1)
+    if what.startswith("normalised over all its entries together"):
+        return abs(float(g.sum()) - 1) <= 1e-6 and any(np.allclose(e.sum(axis=a), 1, atol=1e-6) for a in range(e.ndim))
     found = re.match(r"multiplied by (.+)$", what)
     if found:
         name = found[1]

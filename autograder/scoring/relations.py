@@ -148,10 +148,40 @@ def _cut(got, want, case, tol):
     return out
 
 
+def _unit_pairs(a, first, second, tol) -> bool:
+    """Whether columns ``first`` and ``second`` of the 2-D ``a`` pair up as a sine and a cosine of one
+    angle: their squares sum to 1 in every row."""
+    return bool(np.allclose(a[:, first] ** 2 + a[:, second] ** 2, 1.0, rtol=0, atol=10 * (tol[0] + tol[1])))
+
+
+def _paired_halves(got, want, case, tol):
+    """The reference's columns pair up (2i, 2i + 1) as sine and cosine; the learner's pair up
+    (j, j + n/2) instead: the same kind of table, laid out in two halves."""
+    if got.shape != want.shape or want.ndim != 2 or want.shape[1] % 2 or want.shape[1] < 4:
+        return set()
+    n = want.shape[1]
+    j = np.arange(n // 2)
+    if _unit_pairs(want, 2 * j, 2 * j + 1, tol) and _unit_pairs(got, j, j + n // 2, tol) \
+            and not _unit_pairs(got, 2 * j, 2 * j + 1, tol):
+        return {"halves"}
+    return set()
+
+
+def _sums_to_one_overall(got, want, case, tol):
+    """The learner's entries sum to one all together where the reference's sum to one along the last
+    axis (several rows): normalised over the whole array."""
+    if got.shape != want.shape or want.ndim < 1 or not np.all(np.isfinite(got)):
+        return set()
+    along = any(np.allclose(want.sum(axis=a), 1.0, atol=1e-6) for a in range(want.ndim))
+    if not along or not np.isclose(got.sum(), 1.0, rtol=0, atol=1e-6):
+        return set()
+    return {"overall"}
+
+
 # Relations stated only where they hold on every case that returned the array (in order: the
 # first that holds is said).
 EVERY_CASE = (("factor", _factor), ("axes", _axes_moved), ("order", _reordered), ("shift", _shifted),
-              ("cut", _cut))
+              ("cut", _cut), ("pairs", _paired_halves), ("total", _sums_to_one_overall))
 
 
 def _moved_values(got, want, case, tol) -> bool:
@@ -208,6 +238,13 @@ def _label(key: str, only_out: bool) -> str:
 
 
 def _holds_words(kind, found, shape, sizes) -> str:
+    if kind == "pairs":
+        return ("a table like the reference's laid out in two halves: column j and column j + n/2 of yours pair up "
+                "(their squares sum to 1 at every position, as a sine and a cosine of one angle do), where the "
+                "reference's pairs are columns 2i and 2i + 1")
+    if kind == "total":
+        return ("normalised over all its entries together: they sum to one, where the reference's sum to one along "
+                "one axis")
     if kind == "factor":
         return f"the reference's multiplied by {found}"
     if kind == "axes":
@@ -275,6 +312,9 @@ def _every_case(rows, differ, label, cases) -> str | None:
             chosen = sorted(common, key=str)[0]
             i0, g0, e0, _ = differ[0]
             what = _holds_words(kind, chosen, e0.shape, cases[i0].inputs.get("sizes"))
+            if kind in ("pairs", "total"):  # a fact about the learner's array, beside the reference's
+                return (f"Your {label} is {what}, on every case that returned it ({len(rows)}, the {len(differ)} where "
+                        f"it differs from the reference's among them).")
             return (f"Your {label} is {what}, on every case that returned it ({len(rows)}, the {len(differ)} where it "
                     f"differs from the reference's among them).")
     return None
