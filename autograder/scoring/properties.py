@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from ..compare import array_index, compare_outputs, number
+from ..said import value  # a number of the learner's output on a hidden case: shown where cases are public
 from ..spec import INFO, Case
 
 
@@ -55,9 +56,9 @@ def _rows_sum_to_one(case, got, expected):
         return None
     at = array_index(bad[0], sums.shape)
     if want.flat[bad[0]] == 0:
-        return (f"the fully masked row of {_label(key)} at index {at} sums to {number(sums.flat[bad[0]])}, "
+        return (f"the fully masked row of {_label(key)} at index {at} sums to {value(number(sums.flat[bad[0]]))}, "
                 f"expected all zeros")
-    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {number(sums.flat[bad[0]])}"
+    return f"the rows of {_label(key)} do not sum to one: the row at index {at} sums to {value(number(sums.flat[bad[0]]))}"
 
 
 def _masked_exactly_zero(case, got, expected):
@@ -72,7 +73,7 @@ def _masked_exactly_zero(case, got, expected):
     if not bad.size:
         return None
     at = array_index(bad[0], g.shape)
-    return f"{_label(key)} must be exactly 0 at masked keys: got {number(g.flat[bad[0]])} at index {at}"
+    return f"{_label(key)} must be exactly 0 at masked keys: got {value(number(g.flat[bad[0]]))} at index {at}"
 
 
 def _dropout_in_training(case, got, expected):
