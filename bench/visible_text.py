@@ -147,6 +147,11 @@ def _as_read(text: str, suffix: str) -> str:
     """A file's text as its reader sees it: HTML entities and Markdown's backslashes undone."""
     if suffix in (".md", ".html"):
         text = re.sub(r"\\(.)", r"\1", html.unescape(text))
+    elif suffix == ".json":  # its strings as they decode (a CJK letter is written \\uXXXX there)
+        try:
+            text = json.dumps(json.loads(text), ensure_ascii=False)
+        except ValueError:
+            pass
     return text
 
 
