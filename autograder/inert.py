@@ -18,6 +18,10 @@ The class files of a batch go one step further: they receive learner text only a
 through an escaper per format (terminal, Markdown, HTML, a CSV cell a spreadsheet opens, JSON),
 each cut to what a :class:`Budget` grants; their writers call :func:`learner` on it, which
 refuses a plain ``str``. So a raw string of a learner's cannot reach those files unnoticed.
+Budgets count BYTES of UTF-8 after the format's escaping (a CJK character costs 3), never
+characters: the information a learner's text carries is bounded whatever its alphabet. The
+grader's own sentences, with the learner's words in slots inside them, are rendered by
+``said.py`` under the same kind of budget.
 """
 from __future__ import annotations
 
@@ -100,7 +104,7 @@ class LearnerText:
     """A string a learner controls (a file's or folder's name, an id or a name in an export, an
     exception's words, a note), and where it came from (``origin``). It has no plain ``str()``:
     a writer gets its characters only through one of the renderings below, each inert for its
-    format and cut to the characters a :class:`Budget` grants; the class writers refuse a plain
+    format and cut to the bytes of UTF-8 a :class:`Budget` grants; the class writers refuse a plain
     ``str`` where learner text belongs (:func:`learner`), so a raw string cannot reach a file."""
 
     __slots__ = ("_text", "origin")

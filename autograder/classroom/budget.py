@@ -5,6 +5,7 @@ the words of their code's errors, notes) reaches a learner's own files and the c
 beside everyone else's. Each file grants each learner at most its share below, whatever the
 learner sends; the shares add up to ``LEARNER_CHARS``, the most that all of one learner's
 outputs together hold (``tests/test_hostile_class.py`` counts it across every file written).
+Shares are BYTES of UTF-8 after each format's escaping (``inert.LearnerText``), not characters.
 """
 from __future__ import annotations
 
