@@ -8,7 +8,9 @@ maths, it has a number, a comparison word (more, less, faster, above, below, ...
 word (every, never, always, only, all, none, at most, cannot). A glued number or a citation does
 not exempt the words around it: every claiming sentence is listed in ``book/claims.yml`` with
 
-* ``chapter`` (the notebook, or ``guides/<name>.md``) and ``quote`` (whitespace collapsed);
+* ``chapter`` (the notebook, or ``guides/<name>.md``) and ``quote`` (whitespace collapsed; a
+  benchmark figure that ``scripts/bench_docs.py`` writes is read as ``{bench}``, so a new record
+  does not make the entry stale);
 * ``support``: what asserts it. It counts as *backed* when it names a test that exists
   (``tests/<file>.py::<test>``), a cell of the chapter whose code (or its ``-text`` tie cell)
   asserts (``assert``/``claim``), or a benchmark script with a record in ``bench/results/``;
@@ -109,8 +111,20 @@ def _prose_blocks(text):
     return blocks
 
 
+BENCH_REGION = re.compile(r"<!-- bench [^>]*-->.*?<!-- /bench -->", re.S)
+BENCH = "{bench}"  # a figure scripts/bench_docs.py writes from a record (tests/test_bench_records.py checks it)
+
+
+def without_figures(text):
+    """Text with each benchmark region (a figure written from a record) replaced by ``{bench}``,
+    so that a sentence's quote stays the same when a record's figure changes; its words do not
+    escape the lint."""
+    return BENCH_REGION.sub(BENCH, text)
+
+
 def sentences(text):
-    """The sentences of a markdown cell's prose, whitespace collapsed."""
+    """The sentences of a markdown cell's prose, whitespace collapsed, benchmark figures as ``{bench}``."""
+    text = without_figures(text)
     out = []
     for block in _prose_blocks(text):
         out += [" ".join(s.split()) for s in SENTENCE_END.split(block) if s.strip()]
@@ -120,7 +134,7 @@ def sentences(text):
 def _bare(sentence):
     """The sentence without inline code, inline maths, glue and citation roles: what is left is
     what a reader takes as words."""
-    s = GLUE.sub(" ", sentence)
+    s = GLUE.sub(" ", sentence).replace(BENCH, " ")
     s = CITE.sub(" ", s)
     s = re.sub(r"`[^`]*`", " ", s)
     s = re.sub(r"\$[^$]*\$", " ", s)
@@ -349,7 +363,7 @@ def check(register=None, paths=None):
     asserting = _asserting_cells()
     listed = {}
     for entry in register:
-        listed.setdefault(entry["chapter"], {})[" ".join(entry["quote"].split())] = entry
+        listed.setdefault(entry["chapter"], {})[" ".join(without_figures(entry["quote"]).split())] = entry
     unlisted, stale, counts = [], [], {}
     for path in paths:
         name = name_of(path)
@@ -395,7 +409,7 @@ def drop_stale_unreviewed(stale, path=REGISTER):
     kept, dropped = [], 0
     for chunk in chunks:
         entry = (yaml.safe_load(chunk) or [{}])[0]
-        key = (entry.get("chapter"), " ".join(str(entry.get("quote", "")).split()))
+        key = (entry.get("chapter"), " ".join(without_figures(str(entry.get("quote", ""))).split()))
         if key in stale and str(entry.get("support")).strip() == UNREVIEWED:
             dropped += 1
             continue
