@@ -214,18 +214,21 @@ def test_ids_alike_but_for_a_space_are_both_graded_under_their_own_names(tmp_pat
     assert again[0] == 0 and sorted(p.name for p in (out / "feedback").glob("*.md")) == feedback
 
 
-def test_a_sid_taken_from_another_learner_grades_both(tmp_path, monkeypatch, capsys):
+def test_a_sid_taken_from_another_learner_holds_both_and_writes_every_file(tmp_path, monkeypatch, capsys):
+    # which of the two is 100's is the instructor's call (issue 43): both held, nothing graded into 100's row
     download = export(tmp_path / "d", [
         {"folder": "submission_1", "people": [("Ada", "100", "a@x")], "files": {"attention.py": HONEST}},
         {"folder": "submission_2", "people": [("Mal", "100", "m@x")], "files": {"attention.py": hostile_code()}}])
     roster = tmp_path / "roster.txt"
     roster.write_text("100\n")
     status, out, err = _run(tmp_path, monkeypatch, capsys, download, "--roster", str(roster))
-    assert status == 0, err
+    assert status == 3, err
     grades = {r["learner"]: r for r in _grades(out)}
-    assert float(grades["100"]["final"]) == FULL and float(grades["100 (submission_2)"]["final"]) == 0
-    assert "100 is a submitter of both submission_1 and submission_2" in err
-    assert [r[0] for r in csv.reader(io.StringIO((out / "canvas.csv").read_text()))][2:] == ["100"]  # Ada alone
+    assert list(grades) == ["100"] and grades["100"]["status"] == "held"
+    assert "submission_1 and submission_2 give the id 100" in err
+    held = list(csv.DictReader(io.StringIO((out / "held.csv").read_text())))
+    assert sorted(h["submission"] for h in held) == ["submission_1", "submission_2"]
+    assert [r[-1] for r in csv.reader(io.StringIO((out / "canvas.csv").read_text()))][2:] == [""]  # blank, not 0
 
 
 def test_the_feedback_holds_no_hidden_case_input_from_an_exception(tmp_path, monkeypatch, capsys):
