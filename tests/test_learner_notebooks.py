@@ -119,11 +119,12 @@ def _learner_kernel_env(tmp_path: Path) -> dict:
     return dict(env, OMP_NUM_THREADS="1")
 
 
-@pytest.mark.parametrize("name", ["01_attention.ipynb", "08_language_model.ipynb"])
+@pytest.mark.parametrize("name", ["08_language_model.ipynb"])
 def test_with_the_stubs_a_chapter_stops_at_an_exercise_of_its_own(name, tmp_path, monkeypatch):
-    """Chapter 1 (glue, no myst-nb) and chapter 8 (three earlier chapters' exercises, published
-    here as the references) with the stubs: the first error is an exercise's NotImplementedError
-    that says where to implement it, never an import error or a NameError."""
+    """Chapter 8 (glue without myst-nb; three earlier chapters' exercises, published here as the
+    references) with the stubs: the first error is an exercise's NotImplementedError that says
+    where to implement it, never an import error or a NameError. Without published references, in
+    the release's own venv: tests/test_release.py (chapters 1 and 8) and bench/learner_install.py."""
     for key, value in _learner_kernel_env(tmp_path).items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("MHA_BACKEND", raising=False)
