@@ -621,6 +621,38 @@ PLANTED |= {
 
 
 
+def check_attention_with_a_mask(sdpa):
+    """Chapter 2: with masked_softmax in place, scaled_dot_product_attention accepts a mask: the
+    weights are the masked softmax of the scaled scores, zero on masked pairs, and a fully masked
+    row gives zero weights and a zero output."""
+    rng = RNG(13)
+    for lead, lq, lk, dk, dv in _shapes():
+        q, k, v = (rng.standard_normal((*lead, n, d)) for n, d in ((lq, dk), (lk, dk), (lk, dv)))
+        mask = rng.random((*lead, lq, lk)) < 0.6
+        mask[..., 0, :] = False
+        out, w = sdpa(q, k, v, mask)
+        assert (w[~mask] == 0).all() and (out[..., 0, :] == 0).all() and np.isfinite(out).all()
+        assert np.allclose(w, masking.masked_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(dk), mask))
+
+
+def test_attention_with_a_mask():
+    check_attention_with_a_mask(attention.scaled_dot_product_attention)
+
+
+def test_numpy_facts_the_masking_chapter_uses():
+    """Chapter 2: np.tril aligns to the start (the newest of 2 queries against 6 keys sees 2 of
+    them); np.where(mask, scores, -inf).max is the allowed maximum, -inf for a fully masked row."""
+    assert np.tril(np.ones((2, 6))).sum(-1).tolist() == [1, 2]
+    scores = np.array([[1.0, 5.0, 2.0], [3.0, 4.0, 0.0]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    top = np.where(mask, scores, -np.inf).max(axis=-1, keepdims=True)
+    assert top[0, 0] == 2.0 and top[1, 0] == -np.inf and np.isfinite(top).tolist() == [[True], [False]]
+
+
+PLANTED["attention that ignores the mask"] = lambda: check_attention_with_a_mask(
+    lambda q, k, v, mask=None: attention.scaled_dot_product_attention(q, k, v))
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
