@@ -15,7 +15,8 @@ OUTSIDE = {
     "licence": "Apache-2.0",
     "verdict": "loses",
     "cause": "it returns a float mask with 1 where attending is *forbidden* (the inverse of True = may attend), and a square one from one size.",
-    "named": [r"invers|negat|opposite|flipped|True where .*(forbid|not)|1 (means|where) .*mask"],
+    "named": [r"invert|invers|negat|opposite|flipped|True where .*(forbid|not)|1 (means|where) .*mask",
+              r"dtype float32, expected a boolean|not (a )?bool|\(Lq, Lq\)"],
     "false": [r"off by one"],
 }
 

@@ -16,7 +16,7 @@ OUTSIDE = {
     "licence": "none stated",
     "verdict": "loses",
     "cause": "True marks padding (ids >= length), the inverse of the course's True = may attend; 2-D lengths also fail.",
-    "named": [r"invers|negat|opposite|True (where|at|marks) .*pad|flipped|logical not|~"],
+    "named": [r"invert|invers|negat|opposite|True (where|at|marks) .*pad|flipped|logical not|~"],
     "false": [r"off by one", r"dtype|not bool"],
 }
 
