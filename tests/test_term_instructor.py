@@ -191,10 +191,13 @@ def test_a_term_mid_way_blank_not_zero_skips_a_future_export_and_keeps_extension
     _term(tmp_path, [ADA, BOB], [
         ("A1", DEADLINE.isoformat(), [Entry("submission_1", [ADA], on_time, _files({"softmax": 3.0}))],
          ['extensions = "ext.csv"', 'points = 10']),
-        ("A2", FUTURE, None, ['points = 10'])])  # no export yet
+        ("A2", FUTURE, None, ['points = 10']),  # no export yet
+        ("A3", FUTURE, None, [])])  # its folder made, empty
+    (tmp_path / "a3").mkdir()
     status, out, said = _run_term(tmp_path, monkeypatch, capsys)
     assert status == 0, said
     assert "A2: not yet due (2099-06-01T23:59:00+00:00) and no submissions yet" in said
+    assert f"A3: not yet due (2099-06-01T23:59:00+00:00) and no submissions yet ({tmp_path / 'a3'} is empty)" in said
     canvas = _by(out / "canvas.csv", "SIS Login ID")
     # Ada: 3 of 12 points (softmax 5 + attention 7), scaled to 10: 2.5. Bob's extension runs: blank,
     # not 0. A2: blank for all.
@@ -202,7 +205,8 @@ def test_a_term_mid_way_blank_not_zero_skips_a_future_export_and_keeps_extension
     assert canvas[""]["A1"] == "10" and canvas[""]["A2"] == "10"  # the Points Possible row
     cells = {(r["learner"], r["assignment"]): (r["final"], r["status"], r["raw_final"]) for r in _rows(out / "term.csv")}
     assert cells == {("ada", "A1"): ("2.5", "graded", "3"), ("bob", "A1"): ("", "not yet due", "0"),
-                     ("ada", "A2"): ("", "not yet due", ""), ("bob", "A2"): ("", "not yet due", "")}
+                     ("ada", "A2"): ("", "not yet due", ""), ("bob", "A2"): ("", "not yet due", ""),
+                     ("ada", "A3"): ("", "not yet due", ""), ("bob", "A3"): ("", "not yet due", "")}
 
 
 def test_only_grades_one_assignment_and_the_gradebook_says_what_is_not_graded(tmp_path, monkeypatch, capsys):

@@ -298,9 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     for a in assignments:
         if args.only and a["name"] not in args.only:
             continue
-        if not Path(a["submissions"]).exists() and a["due"] > now:
+        folder = Path(a["submissions"])
+        if a["due"] > now and not (folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())):
             print(f"mha-grade term: {a['name']}: not yet due ({a['deadline']}) and no submissions yet "
-                  f"({a['submissions']} does not exist): skipped, its cells blank", file=sys.stderr)
+                  f"({folder} {'is empty' if folder.is_dir() else 'does not exist'}): skipped, its cells blank",
+                  file=sys.stderr)
             continue
         print(f"mha-grade term: {a['name']} ({len(a['exercises'])} exercises) -> {args.out / a['folder']}",
               file=sys.stderr)
