@@ -309,7 +309,8 @@ def next_tokens(model, ids, step: int = -1, temperature: float = 1.0, k: int = 5
     rendered = table(["next", "p at T = 1", f"p at T = {temperature:g}"],
                      [[repr(name), f"{a:.4f} {'█' * round(20 * a)}", f"{b:.4f} {'█' * round(20 * b)}"]
                       for _, name, a, b in rows],
-                     caption=f"The {k} most likely tokens after position {step}")
+                     caption=f"The {k} most likely tokens after position {step} "
+                             f"({''.join(alphabet[i] if i < len(alphabet) else '?' for i in ids[max(0, step - 11):step + 1])!r})")
     rendered.rows = rows
     return rendered
 

@@ -145,7 +145,7 @@ def test_next_tokens_and_score_steps_are_the_models_own_numbers():
         views.score_steps(model, ids, 0, 0, query=2, key=3)
     with pytest.raises(ValueError, match="temperature=0"):
         views.next_tokens(model, ids, temperature=0)
-    assert repr(views.next_tokens(model, "the ca")).startswith("The 5 most likely tokens after position 5")
+    assert repr(views.next_tokens(model, "the ca")).startswith("The 5 most likely tokens after position 5 ('the ca')")
 
 
 def test_a_table_is_html_with_a_header_and_text_with_aligned_columns():
