@@ -28,6 +28,7 @@ import copy
 import hashlib
 import re
 import signal
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,7 +369,19 @@ def located(result) -> bool:
                           result.feedback or ""))
 
 
-def run(chosen: list[Mutant], seconds: int = 20) -> dict:
+def _search_off():
+    """The catalogue and the relations turned off (for timing what the search costs)."""
+    saved = (catalogue.of, scoring.relations.found)
+    catalogue.of = lambda exercise_id: {}
+    scoring.relations.found = lambda cases, outputs, expected: []
+    return saved
+
+
+def _search_on(saved):
+    catalogue.of, scoring.relations.found = saved
+
+
+def run(chosen: list[Mutant], seconds: int = 20, timed: bool = False) -> dict:
     """Grade ``chosen``: per exercise ``{"mutants", "killed", "named", "truly" (named, and no false
     sentence), "slow", "false": [...], "unnamed": [...]}``."""
     table: dict = {}
@@ -376,7 +389,17 @@ def run(chosen: list[Mutant], seconds: int = 20) -> dict:
         row = table.setdefault(mutant.exercise, {"mutants": 0, "killed": 0, "named": 0, "truly": 0, "located": 0,
                                                  "slow": 0, "false": [], "unnamed": [], "seconds": 0.0})
         row["mutants"] += 1
+        started = time.perf_counter()
         graded = grade(mutant, seconds)
+        if timed:  # the same grading without the search: what the catalogue and the relations cost
+            row["seconds"] += time.perf_counter() - started
+            saved = _search_off()
+            try:
+                started = time.perf_counter()
+                grade(mutant, seconds)
+                row["seconds_off"] = row.get("seconds_off", 0.0) + time.perf_counter() - started
+            finally:
+                _search_on(saved)
         if graded is None:
             row["slow"] += 1
             continue
