@@ -68,6 +68,9 @@
     var state = { input: 0, layer: init.layer || 0, head: init.head === undefined ? "all" : init.head,
                   focus: init.focus || 0, direction: init.direction || "from", token: null, pinned: false, key: null };
     var inputs = data.inputs;
+    // On a phone every head at once is a long scroll (four heads of 64 tokens: 2,800 px): one head
+    // to start with there; "all heads" stays a choice.
+    if (init.head === undefined && root.clientWidth > 0 && root.clientWidth < 500) state.head = 0;
     inputs.forEach(function (input) { // lab/views.py leaves out each row's trailing zeros
       var L = input.tokens.length;
       input.layers.forEach(function (heads_) { heads_.forEach(function (m) { m.forEach(function (row) {
