@@ -258,6 +258,12 @@ def answerer(proxies: dict[str, str], cases, deadline: float | None = None):
     limits = scale(cases)
 
     def answer(name, args, kwargs) -> bytes:
+        try:
+            return _answer(name, args, kwargs)
+        except Exception as err:  # noqa: BLE001  whatever the child sent, an error reply, never a grader crash
+            return protocol.encode({"error": f"the grader could not take this call ({type(err).__name__})"})
+
+    def _answer(name, args, kwargs) -> bytes:
         if type(name) is not str or name not in proxies or type(args) is not list or type(kwargs) is not dict:
             return protocol.encode({"error": f"no reference for {str(name)[:60]!r} in this exercise"})
         refused = refusal(args, kwargs, limits)
