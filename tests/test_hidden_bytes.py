@@ -181,6 +181,8 @@ def test_no_learner_file_holds_more_than_a_few_hundred_decoded_bytes_of_hidden_i
     report, encoded = graded(channel, enc)
     files = outputs_of(report)
     found = {name: decoded_bytes(unescaped(text, fmt), encoded, enc) for name, (text, fmt) in files.items()}
+    # every writer went through the one renderer: no slot's or value's mark is left in a file
+    assert not [name for name, (text, _) in files.items() if any(m in text for m in "\x0e\x0f\x10\x11")]
     assert found["feedback.md"] + found["feedback.html"] < MOST_PER_LEARNER, (channel, enc.name, found)
     assert found["results.json (visible)"] <= gradescope.VISIBLE_BYTES, found
     for name in ("results.json (after publication)", "summary.md"):
