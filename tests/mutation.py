@@ -1,6 +1,8 @@
-"""Mutants nobody wrote by hand: small AST edits of ``solutions/``, graded in process, and every
-sentence of the feedback checked against the mutant (``tests/test_mutants.py`` on a sample,
-``bench/mutants.py`` on all of them).
+"""Mutants nobody wrote by hand: small AST edits of ``solutions/`` (made by
+``autograder.grading.catalogue``, whose mutants are also the grader's generated known bugs),
+graded in process, and every sentence of the feedback checked against the mutant
+(``tests/test_mutants.py`` on a sample, ``bench/mutants.py`` on all of them). While a mutant is
+graded, its own edit is left out of the catalogue: it is never named by itself.
 
 An edit changes one node of one exercise's own function or class: an arithmetic operator
 swapped (+ -, * /, ** *), a comparison loosened or tightened (< <=, > >=, == !=), an integer
@@ -16,22 +18,22 @@ A mutant that cannot be compiled or imported is skipped; every other one is grad
   ways of writing it, and the mutant passes no case where that way shows;
 * an intervention ("... passes with its F alone changed to G"): the named case fails, its copy
   with F changed passes;
-* a minimal pair ("... other features the same ('a' fails, 'b' passes)"): a fails, b passes,
-  b runs the code under test, and their features differ in the one named;
-* "Correct on G" (a pair's or an intervention's): no failing case has G;
+* a minimal pair ("'a' fails and 'b' passes, and their inputs differ only in F"): a fails, b
+  passes, b runs the code under test, their features differ in the one named, and no failing
+  case has b's value of it;
+* a relation ("Your X is the reference's ..., on every case that returned it (N, the M where it
+  differs ...)"): rechecked with plain NumPy on every such case, and its counts;
+* a counted aggregate ("... (in N of M failing cases)"): N failing cases have that cause, M fail;
+  "the failing ones are among those with R": every failing case is on a rung R names;
 * a mutant with full marks gets no diagnosis and no summary.
 """
 from __future__ import annotations
 
-import ast
-import copy
 import hashlib
 import re
 import signal
 import time
-import types
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -40,7 +42,6 @@ from autograder.grading import catalogue, judge
 from autograder.grading.exercises import EXERCISES
 from autograder.spec import MODULE_OF, CaseError
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
