@@ -124,7 +124,7 @@ def test_with_the_stubs_a_chapter_stops_at_an_exercise_of_its_own(name, tmp_path
     """Chapter 8 (glue without myst-nb; three earlier chapters' exercises, published here as the
     references) with the stubs: the first error is an exercise's NotImplementedError that says
     where to implement it, never an import error or a NameError. Without published references, in
-    the release's own venv: tests/test_release.py (chapters 1 and 8) and bench/learner_install.py."""
+    the release's own venv: tests/test_release.py (chapter 8) and bench/learner_install.py."""
     for key, value in _learner_kernel_env(tmp_path).items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("MHA_BACKEND", raising=False)

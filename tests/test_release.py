@@ -377,18 +377,18 @@ def _learner_install_bench():
 
 def test_the_learner_venv_renders_myst_and_stops_each_chapter_at_an_exercise(installed):
     """In the release's own venv (made from its README): jupyterlab-myst is installed and enabled,
-    and chapters 1 and 8 (glue without myst-nb; three earlier chapters' exercises, no published
-    references) run with the stubs up to an exercise's own NotImplementedError saying where to
-    implement it. Every chapter, twice, is bench/learner_install.py's."""
+    and chapter 8 (lab.page's glue without myst-nb; three earlier chapters' exercises, no published
+    references) runs with the stubs up to an exercise's own NotImplementedError saying where to
+    implement it: chapter 4's, a prerequisite. Every chapter, twice, is bench/learner_install.py's."""
     bench = _learner_install_bench()
     listing = subprocess.run([str(installed / ".venv" / "bin" / "jupyter"), "labextension", "list"],
                              cwd=installed, env=_env(), capture_output=True, text=True, timeout=300)
     said = re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)
     assert re.search(r"jupyterlab-myst v[\d.]+ enabled", said), said[-2000:]
-    rows = bench.run_chapters(installed, "01_attention.ipynb", "08_language_model.ipynb")
-    assert [r["chapter"] for r in rows] == ["01_attention.ipynb", "08_language_model.ipynb"]
-    assert [bench.stub_miss(r) for r in rows] == [None, None], rows
-    assert "mha_exercises/layer.py (chapter 4)" in rows[1]["error"]["evalue"], rows[1]  # a prerequisite first
+    rows = bench.run_chapters(installed, "08_language_model.ipynb")
+    assert [r["chapter"] for r in rows] == ["08_language_model.ipynb"]
+    assert bench.stub_miss(rows[0]) is None, rows
+    assert "mha_exercises/layer.py (chapter 4)" in rows[0]["error"]["evalue"], rows[0]  # a prerequisite first
 
 
 # --------------------------------------------------------------------------- the book without solutions
