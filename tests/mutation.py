@@ -193,8 +193,9 @@ def false_sentences(mutant: Mutant, graded) -> list[str]:
 
 _AXES = {"last axis": -1, "second-to-last axis": -2, "third-to-last axis": -3, "fourth-to-last axis": -4}
 _AXIS = r"(?:its )?(last axis|second-to-last axis|third-to-last axis|fourth-to-last axis)(?: \(\w+\))?"
-_RELATION = re.compile(r"Your (?P<label>[\w ]+?) is (?:the reference's )?(?P<what>.+?), on every case that returned it "
-                       r"\((?P<rows>\d+), the (?P<differ>\d+) where it differs from the reference's among them\)\.")
+_RELATION = re.compile(r"Your (?P<label>[\w ]+?) is (?:the reference's )?(?P<what>.+?), on every case that returned it"
+                       r"(?P<finite> with only finite entries)? \((?P<rows>\d+)(?: of the \d+)?, the (?P<differ>\d+) where "
+                       r"it differs from the reference's among them\)\.")
 
 
 def _relation_arrays(result, cases, outputs, label):
@@ -227,7 +228,7 @@ def _relation_holds(what, g, e, case) -> bool:
         j = np.arange(n // 2)
         unit = lambda a, x, y: np.allclose(a[:, x] ** 2 + a[:, y] ** 2, 1, atol=10 * (tol["rtol"] + tol["atol"]))  # noqa: E731
         return g.ndim == 2 and unit(g, j, j + n // 2) and unit(e, 2 * j, 2 * j + 1)
-    if what.startswith("normalised over all its entries together"):
+    if what.startswith("normalised over the whole array"):
         return abs(float(g.sum()) - 1) <= 1e-6 and any(np.allclose(e.sum(axis=a), 1, atol=1e-6) for a in range(e.ndim))
     found = re.match(r"multiplied by (.+)$", what)
     if found:
@@ -345,6 +346,8 @@ def false_relations(graded) -> list[str]:
     wrong = []
     for found in _RELATION.finditer(result.feedback or ""):
         rows = _relation_arrays(result, cases, outputs, found["label"])
+        if found["finite"]:
+            rows = [r for r in rows if np.all(np.isfinite(r[0]))]
         differ = [r for r in rows if not (r[0].shape == r[1].shape and np.allclose(
             r[0], r[1], rtol=r[2].rtol, atol=r[2].atol, equal_nan=True))]
         if int(found["rows"]) != len(rows) or int(found["differ"]) > len(differ):

@@ -170,8 +170,10 @@ def _paired_halves(got, want, case, tol):
 def _sums_to_one_overall(got, want, case, tol):
     """The learner's entries sum to one all together where the reference's sum to one along the last
     axis (several rows): normalised over the whole array."""
-    if got.shape != want.shape or want.ndim < 1 or not np.all(np.isfinite(got)):
+    if got.shape != want.shape or want.ndim < 1:
         return set()
+    if not np.all(np.isfinite(got)):  # overflowed: not said of this case, counted apart
+        return {"-"}
     along = any(np.allclose(want.sum(axis=a), 1.0, atol=1e-6) for a in range(want.ndim))
     if not along or not np.isclose(got.sum(), 1.0, rtol=0, atol=1e-6):
         return set()
@@ -243,8 +245,8 @@ def _holds_words(kind, found, shape, sizes) -> str:
                 "(their squares sum to 1 at every position, as a sine and a cosine of one angle do), where the "
                 "reference's pairs are columns 2i and 2i + 1")
     if kind == "total":
-        return ("normalised over all its entries together: they sum to one, where the reference's sum to one along "
-                "one axis")
+        return ("normalised over the whole array: all the entries together sum to one, where the reference's sum to "
+                "one along one axis")
     if kind == "factor":
         return f"the reference's multiplied by {found}"
     if kind == "axes":
@@ -299,24 +301,27 @@ def found(cases: list[Case], outputs: list, expected: list) -> list[str]:
 
 def _every_case(rows, differ, label, cases) -> str | None:
     for kind, relation in EVERY_CASE:
-        common = None
-        for i, g, e, tol in rows:
+        common, said_of = None, []
+        for row in rows:
+            i, g, e, tol = row
             holds = relation(g, e, cases[i], tol)
+            if "-" in holds:  # a case whose array is not all finite: the relation is said of the others only
+                continue
+            said_of.append(row)
             if "*" in holds:  # an all-zero reference: any factor holds
                 continue
             common = holds if common is None else common & holds
             if not common:
                 break
         common = {c for c in (common or ()) if c != "1"}
-        if common:
+        differing = [r for r in differ if any(r is s for s in said_of)]
+        if common and differing:
             chosen = sorted(common, key=str)[0]
-            i0, g0, e0, _ = differ[0]
+            i0, g0, e0, _ = differing[0]
             what = _holds_words(kind, chosen, e0.shape, cases[i0].inputs.get("sizes"))
-            if kind in ("pairs", "total"):  # a fact about the learner's array, beside the reference's
-                return (f"Your {label} is {what}, on every case that returned it ({len(rows)}, the {len(differ)} where "
-                        f"it differs from the reference's among them).")
-            return (f"Your {label} is {what}, on every case that returned it ({len(rows)}, the {len(differ)} where it "
-                    f"differs from the reference's among them).")
+            scope = (f"on every case that returned it ({len(said_of)}" if len(said_of) == len(rows) else
+                     f"on every case that returned it with only finite entries ({len(said_of)} of the {len(rows)}")
+            return f"Your {label} is {what}, {scope}, the {len(differing)} where it differs from the reference's among them)."
     return None
 
 
