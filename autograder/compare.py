@@ -64,7 +64,7 @@ def compare_arrays(name, got, expected, rtol, atol, sizes=None):
     if not isinstance(got, np.ndarray):
         return f"{name} is {'None' if got is None else _a(type(got).__name__)}, expected an array"
     if got.shape != expected.shape:
-        return (f"{name} has shape {got.shape}{_labels(got.shape, sizes)}, expected "
+        return (f"{name} has shape {slot(got.shape, 40)}{_labels(got.shape, sizes)}, expected "
                 f"{expected.shape}{_labels(expected.shape, sizes)}{_shape_hint(got.shape, expected.shape)}")
     if expected.dtype == bool:
         if got.dtype != bool:
@@ -134,6 +134,8 @@ def compare_values(name, got, expected, rtol, atol, sizes=None):
         return f"{name} is None"
     if isinstance(expected, str):  # a dtype's or a type's name: the grader's word; what came back is the child's
         return None if _same(got, expected) else f"{name} is {slot(repr(got), 120)}, expected {expected[:120]!r}"
+    if isinstance(expected, list) and name.startswith(DICT_LABELS["param_shapes"]):  # a parameter's shape: a fact of the case's sizes
+        return None if _same(got, expected) else f"{name} is {slot(got, 40)}, expected {expected}"
     if isinstance(expected, (bool, list)):
         return None if _same(got, expected) else f"{name} is {case_value(repr(got)[:120])}, expected {case_value(repr(expected)[:120])}"
     if isinstance(expected, int):
@@ -164,8 +166,8 @@ def _what(data):
     if kind == "NoneType":
         return "None"
     count = data.get("len") if type(data.get("len")) is int else "?"  # the child's to say: a count, or nothing
-    if kind in ("tuple", "list"):
-        return f"a {kind} of {count} value{'s' * (count != 1)}"
+    if kind in ("tuple", "list"):  # the count is the learner's number too: in a slot (F1 of the review)
+        return f"a {kind} of {slot(count, 12)} value{'s' * (count != 1)}"
     return _a(slot(kind, 40))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autograder.said import plain  # the learner's words in their slots, read as text
 from autograder import scoring
 from autograder.grading import judge, reference
 from autograder.grading.exercises import EXERCISES
@@ -121,7 +122,7 @@ def test_shape_mismatch_names_the_axes():
     case = _attention_case()
     got = dict(_expected(case))
     got["weights"] = np.swapaxes(got["weights"], -1, -2)
-    message = judge.check_case(case, got, _expected(case))[-1]
+    message = plain(judge.check_case(case, got, _expected(case))[-1])
     assert message == ("weights has shape (2, 3, 5, 4) = (B, H, Lk, Lq), expected (2, 3, 4, 5) = "
                        "(B, H, Lq, Lk): axes swapped or transposed?")
 
@@ -142,7 +143,7 @@ def test_nan_and_largest_error_are_located():
         case, {**expected, "out": out}, expected)[-1]
     out = expected["out"].copy()
     out[0, 1, 2, 3] += 0.5
-    message = judge.check_case(case, {**expected, "out": out}, expected)[-1]
+    message = plain(judge.check_case(case, {**expected, "out": out}, expected)[-1])  # values shown: the grader's view
     assert "the largest error is 0.5 at index (0, 1, 2, 3)" in message
     assert "rtol=1e-09, atol=1e-12" in message
 
@@ -151,9 +152,9 @@ def test_wrong_return_forms_are_described():
     case = _attention_case()
     expected = _expected(case)
     three = {"result_type": "tuple", "len": 3, "types": {}}
-    assert judge.check_case(case, three, expected) == [
+    assert list(map(plain, judge.check_case(case, three, expected))) == [
         "returned a tuple of 3 values, expected a tuple of 2 values (out, weights)"]
-    assert judge.check_case(case, {"result_type": "NoneType", "types": {}}, expected) == [
+    assert list(map(plain, judge.check_case(case, {"result_type": "NoneType", "types": {}}, expected))) == [
         "returned None, expected a tuple of 2 values (out, weights)"]
 
 
@@ -181,7 +182,7 @@ def test_statuses_from_case_errors():
     assert _case_errors(["import"] * n).status == "error"
     partial = _case_errors(["exception"])
     assert partial.status == "partial" and 0 < partial.score < partial.max_score
-    assert partial.cases[0].feedback == "raised exception message"
+    assert plain(partial.cases[0].feedback) == "raised exception message"
     assert partial.notes == ["a note"]
 
 
@@ -256,7 +257,7 @@ def test_layer_messages_name_the_parameter_and_the_gradient():
 
     kdim = grade(EXERCISES["MultiHeadAttention"], IgnoresKdim)
     assert "the shape of your layer's W_k.weight is [18, 18], expected [18, 7]" in [
-        c.feedback for c in kdim.cases if not c.passed][0]
+        plain(c.feedback) for c in kdim.cases if not c.passed][0]
     detached = grade(EXERCISES["MultiHeadAttention"], DetachesValues)
     assert [c.feedback for c in detached.cases if not c.passed] == [
         "no gradient reached value: is something detached on the way to the output "

@@ -240,3 +240,61 @@ def test_an_honest_wrong_parameter_count_never_shows_the_expected_value():
             continue
         shown = set(re.findall(r"\d+", text))
         assert not values & shown, (name, values & shown, text[:400])
+
+
+# ------------------------------------------------- the outside review's findings (review_grader.md)
+
+def test_a_count_the_child_claims_is_its_own_number_in_a_slot():
+    """F1: ``{"result_type": "tuple", "len": <4,100 digits of the inputs>}``: the count was said as
+    grader words, 14,236 verified bytes in one feedback file."""
+    digits = [str(int.from_bytes(b"\x01" + _hidden(c), "big")) for c in CASES]
+    outputs = [{"result_type": "tuple", "len": int(d), "types": {}} for d in digits]
+    result = score("softmax", POINTS["softmax"], CASES, outputs, EXPECTED, lambda i, d=None: {} if d is None else None)
+    import dataclasses
+
+    report = json.loads(json.dumps({"seed": 4242, "score": 0.0, "max_score": 5.0,
+                                    "exercises": [dataclasses.asdict(result)], "intake": {}}))
+    files = outputs_of(report)
+    digits_alphabet = Encoding("digits", "0123456789")
+    for name in ("feedback.md", "feedback.html", "results.json (after publication)"):
+        assert decoded_bytes(unescaped(*files[name]), digits, digits_alphabet) < 60, name
+
+
+def test_the_properties_say_the_child_s_names_and_words_in_slots():
+    """F2 and F3: the names and class names of ``_linears`` and the words of ``_memory["stopped"]``
+    were grader words (17,760 and 9,000 verified bytes)."""
+    from autograder.said import Budget, learner_bytes, render
+    from autograder.scoring import properties
+
+    leak = "LEAK" + "abcdefghijklmnop" * 600
+    said = properties._projections_are_linear(None, {"_linears": {"W_q": leak, leak: leak, "W_k": leak}}, {})
+    assert said and learner_bytes(said) <= 2 * 20 + 3 * (40 + 80) + 60  # each slot capped where it is made
+    assert len(render(said, "markdown", Budget(240, 80)).encode()) < 500
+    for name, check in vars(properties).items():
+        if name.startswith("_never_holds") and callable(check):
+            import inspect
+
+            if "stopped" in inspect.getsource(check):
+                assert "LEAK" * 2 not in inspect.getsource(check)
+    assert "slot(used['stopped']" in __import__("inspect").getsource(properties)
+
+
+def test_a_line_number_the_child_claims_is_bounded_and_checked_against_the_file():
+    """F10: "line <1,880 digits>" in the child's message was said whole by the raised-at sentence."""
+    from autograder.scoring import summary
+
+    long = CaseError("exception", "ValueError: float32 (attention.py, line " + "7" * 1880 + ")")
+    assert "7777777" not in (summary._raised_at(long) or "")
+    missing = CaseError("exception", "ValueError: x (attention.py, line 4242)")  # no such line in the file
+    assert "4242" not in (summary._raised_at(missing) or "")
+    real = CaseError("exception", "ValueError: x (attention.py, line 4: scores)", source="scores = x @ x.T")
+    assert "line 4" in summary._raised_at(real)
+
+
+def test_a_shape_the_learner_returns_is_the_learner_s():
+    """F6: ``np.empty((0, t1, ..., t31))``: the shape, said as a grader fact, carried 66 verified bytes."""
+    from autograder.compare import compare_arrays
+    from autograder.said import learner_bytes
+
+    said = compare_arrays("the result", np.empty((0,) + (2,) * 31), np.zeros((3, 4)), 1e-5, 1e-6)
+    assert learner_bytes(said) <= 42  # 40 characters, the cut ("…") 3 bytes

@@ -45,7 +45,7 @@ def test_a_call_the_size_of_a_case_is_answered_and_float16_keeps_its_dtype():
 @pytest.mark.parametrize("seconds", [0.5, 1.5])
 def test_a_call_past_its_deadline_is_killed_in_its_worker(seconds):
     # Costed as allowed (the scale of a large case), slow in fact: int64 matmul, no BLAS.
-    q = np.ones((1, 1, 1500, 1500), dtype=np.int64)  # 3.4e9 integer multiply-adds: seconds without BLAS
+    q = np.ones((1, 1, 3500, 3500))  # 2 x 43e9 multiply-adds: many seconds on one core, or over its memory
     answer = proxied.answerer({"scaled_dot_product_attention": "attention"}, [],
                               deadline=time.monotonic() + seconds)
     proxied.FLOOR_ELEMENTS, proxied.FLOOR_WORK, old = 1 << 40, 1 << 60, (proxied.FLOOR_ELEMENTS, proxied.FLOOR_WORK)
@@ -83,3 +83,12 @@ def test_any_call_the_child_sends_gets_a_reply():
         assert set(reply) <= {"result", "error"}
 
     run()
+
+
+def test_arrays_that_broadcast_into_a_cube_are_costed_as_the_cube():
+    # Review F5: q (470,1,1,1,1), k (1,470,1,1,1), v (1,1,470,1,1): 1,410 elements that broadcast to 470^3
+    # (830 MB of float64 in the grader's worker).
+    answer = proxied.answerer({"scaled_dot_product_attention": "attention"}, CASES)
+    q, k, v = (np.ones(tuple(470 if i == j else 1 for i in range(5))) for j in range(3))
+    got = _reply(answer("scaled_dot_product_attention", [q, k, v], {}))
+    assert "was not run" in got["error"], got

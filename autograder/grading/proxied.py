@@ -65,11 +65,21 @@ def cost(value) -> tuple[int, int]:
     array of two axes or more with its own last two sizes (``size * (rows + columns)``), which
     bounds what attention, a softmax or a projection does on it."""
     elements = work = 0
+    shapes, slow = [], 1
     for dtype, shape in _arrays(value):
         n = math.prod(shape)
-        slow = SLOW_INTEGERS if dtype.startswith(("int", "uint")) else 1
+        slow = max(slow, SLOW_INTEGERS if dtype.startswith(("int", "uint")) else 1)
         elements += n
         work += n * (shape[-2] + shape[-1] if len(shape) >= 2 else 1) * slow
+        shapes.append(shape)
+    try:  # arrays that broadcast together cost what their broadcast holds: (N,1,1), (1,N,1), (1,1,N) is N^3
+        joint = np.broadcast_shapes(*shapes) if len(shapes) > 1 else ()
+    except ValueError:
+        joint = ()
+    if joint:
+        n = math.prod(joint)
+        elements = max(elements, n)
+        work = max(work, n * (joint[-2] + joint[-1] if len(joint) >= 2 else 1) * slow)
     return elements, work
 
 

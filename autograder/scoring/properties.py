@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from ..compare import array_index, compare_outputs, number
-from ..said import value  # a number of the learner's output on a hidden case: shown where cases are public
+from ..said import slot, value  # a number of the learner's output on a hidden case: shown where cases are public
 from ..spec import INFO, Case
 
 
@@ -103,7 +103,7 @@ def _never_holds_all_scores(case, got, expected):
     if not isinstance(used, dict):
         return None
     if used.get("stopped"):
-        return (f"your call stopped {used['stopped']}, with which the grader measures the memory the call "
+        return (f"your call stopped {slot(used['stopped'], 80)}, with which the grader measures the memory the call "
                 "allocates: leave it running")
     q, k = (np.asarray(a) for a in case.inputs["args"][:2])
     shape = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
@@ -126,15 +126,18 @@ def _projections_are_linear(case, got, expected):
     types = got.get("_linears")
     if not isinstance(types, dict):
         return None
+    # Names and class names the child reports: the learner's words, each in a slot (F2 of the review).
     wrong = {name: kind for name, kind in types.items() if kind is not None}
     if not wrong:
         return None
+    known = ("W_q", "W_k", "W_v", "W_o")
+    wrong = {(name if name in known else slot(name, 20)): kind for name, kind in list(wrong.items())[:4]}
 
     def what(kind):
         if kind == "builtins.NoneType":
             return "None or missing"
         short = str(kind).rsplit(".", 1)[-1]
-        return f"{'an' if short[:1].lower() in 'aeiou' else 'a'} {short} ({kind})"
+        return f"{'an' if short[:1].lower() in 'aeiou' else 'a'} {slot(short, 40)} ({slot(kind, 80)})"
 
     names = list(wrong)
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

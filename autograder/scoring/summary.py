@@ -20,14 +20,16 @@ def _raised_at(error: CaseError | None) -> str | None:
     """``ValueError at layer.py line 23 (`k = ...`)`` of an exception raised by the learner's line."""
     if error is None or error.kind != "exception":
         return None
-    found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d+)(?:: (.*))?\)$", error.message or "", re.S)
+    found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d{1,7})(?:: (.*))?\)$", error.message or "", re.S)  # a line number, bounded
     if not found:
         return None
     kind, file, line, _ = found.groups()
     # The type and the file are the child's to say; the line's code is the grader's own read of
     # the submitted source at that line (``exchange.held_to_facts``), never the child's words.
     code = getattr(error, "source", "")
-    return f"{slot(kind, 60)} at {slot(file, 40)} line {line}" + (f" (`{slot(code, 120)}`)" if code else "")
+    if not code:  # no such line in the submitted file: the number is the child's word alone, not said
+        return f"{slot(kind, 60)} at {slot(file, 40)}"
+    return f"{slot(kind, 60)} at {slot(file, 40)} line {line} (`{slot(code, 120)}`)"
 
 
 # A case's features key marking it as an intervention: ``[name of the graded case it copies,
