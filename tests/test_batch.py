@@ -391,7 +391,8 @@ def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     assert grades["ada"]["final"] == str(full) and grades["ada"]["status"] == "graded"
     assert float(grades["bob"]["final"]) == round(full * 0.8, 2) and grades["bob"]["status"] == "late"
     assert grades["cy"]["status"] == "no submission" and grades["cy"]["final"] == "0"
-    assert grades["zed"]["status"] == "late"  # not on the roster (and late): graded, kept out of canvas.csv
+    # not on the roster: graded, kept out of canvas.csv; a folder put there after the deadline is not dated
+    assert grades["zed"]["status"] == "no trusted time" and float(grades["zed"]["total"]) < full
     with open(out / "canvas.csv") as f:
         canvas = list(csv.reader(f))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "HW attention"]

@@ -173,8 +173,10 @@ def test_a_learners_own_submission_metadata_is_never_read(tmp_path, monkeypatch,
                             "--late-cutoff", "1")
     assert status == 0, err
     grades = {r["learner"]: r for r in _grades(out)}
-    # the same folders, the same time: both late by their folders' change times, both past the cutoff
-    assert grades["mal"]["final"] == grades["ada"]["final"] == "0"
+    # the same folders, the same time: both put there after the deadline, so neither is dated (a
+    # folder's change time can show a hand-in on time, never late), and her file is read by no one
+    assert grades["mal"]["status"] == grades["ada"]["status"] == "no trusted time"
+    assert grades["mal"]["final"] == grades["ada"]["final"]
     assert grades["mal"]["submitted_at"] == grades["ada"]["submitted_at"]
     assert grades["mal"]["time_source"] == grades["ada"]["time_source"] == "folder change time"
 

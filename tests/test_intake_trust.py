@@ -79,8 +79,10 @@ def test_a_learners_folder_among_zips_is_never_the_export(tmp_path, monkeypatch,
     grades = _by(out / "grades.csv", "learner")
     assert sorted(grades) == ["bob", "cy", "mal"]  # every learner graded, each in their own row
     assert grades["bob"]["final"] == grades["cy"]["final"] == "3" and grades["bob"]["time_source"] == "file time"
-    # her time is when her folder was put there (now: after the deadline), never 2020
-    assert grades["mal"]["time_source"] == "folder change time" and grades["mal"]["status"] == "late"
+    # her time is when her folder was put there (now: after the deadline), never 2020: it proves
+    # nothing of when she handed in, so neither on time nor late
+    assert grades["mal"]["time_source"] == "folder change time" and grades["mal"]["status"] == "no trusted time"
+    assert not grades["mal"]["submitted_at"].startswith("2020")
 
 
 def test_a_learners_folder_holding_only_submission_folders_is_her_submission(tmp_path, monkeypatch, capsys):
@@ -106,7 +108,31 @@ def test_an_unzipped_submission_is_dated_by_its_folder_never_its_zip_entries(tmp
     assert status == 0, said
     row = _by(out / "grades.csv", "learner")["mal"]
     assert row["time_source"] == "folder change time" and not row["submitted_at"].startswith("1980")
-    assert row["status"] == "late" and row["final"] == "0"  # put there now, months after the deadline
+    # Put there now, months after the deadline: when it was handed in is unknown (the outside
+    # review's F7: an honest learner whose zip the instructor unzipped late was charged -100 %).
+    assert row["status"] == "no trusted time" and row["final"] == "3", row
+    assert row["late_penalty"].startswith("collected after the deadline (folder change time")
+    assert _by(out / "canvas.csv", "Student")["mal"]["Multi-head attention"] == ""
+
+
+def test_a_collection_time_shows_a_submission_on_time_never_late(tmp_path, monkeypatch, capsys):
+    """A folder's change time (when the instructor put it there) bounds the hand-in from above:
+    before the deadline it proves the submission on time; after it, it proves nothing (never late)."""
+    root = tmp_path / "class"
+    (root / "early").mkdir(parents=True)
+    (root / "early" / "attention.py").write_text(CODE)
+    deadline = datetime.now(UTC) + timedelta(seconds=1)  # after the folder's change time
+    while datetime.now(UTC) <= deadline + timedelta(seconds=0.1):  # past it (file times are coarse)
+        pass
+    (root / "later").mkdir()
+    (root / "later" / "attention.py").write_text(CODE)
+    status, out, said = _batch(tmp_path, monkeypatch, capsys, root, "--deadline", deadline.isoformat(),
+                               "--late-penalty", "10")
+    assert status == 0, said
+    grades = _by(out / "grades.csv", "learner")
+    assert grades["early"]["status"] == "graded" and grades["early"]["final"] == "3"
+    assert grades["later"]["status"] == "no trusted time" and grades["later"]["final"] == "3"
+    assert "late" not in {grades["early"]["status"], grades["later"]["status"]}
 
 
 def test_no_trusted_time_with_a_deadline_says_so_and_grants_nothing(tmp_path, monkeypatch, capsys):

@@ -72,10 +72,20 @@ def class_rows(reports: dict[str, dict], ready, late, result, possible: float | 
             score = shown_total(parts.values())
             created = export.created.get(name) if export else None
             when, source = times.submitted_at(ready.submissions[name], created, now)
+            collected = None
+            if late is not None and when is not None and source == times.FROM_FOLDER and when > (due or late.deadline):
+                # A folder's change time is when the instructor put it there, which bounds the hand-in from
+                # above only: it shows a submission on time, never late (a class folder unzipped after the
+                # deadline would make every learner late). A file keeps its time as downloaded.
+                collected, when = when, None
             final, days, why = late.apply(score, when, deadline) if late else (score, 0.0, "")
             if late is not None and when is None:
                 why = ("no trusted submission time (the export gives none, and nothing the instructor controls "
                        "dates it): lateness not applied, and canvas.csv leaves the cell blank until you decide")
+                if collected is not None:
+                    why = (f"collected after the deadline ({source} {collected.isoformat(timespec='seconds')}), "
+                           "which says nothing of when it was handed in: lateness not applied, and canvas.csv "
+                           "leaves the cell blank until you decide (Gradescope's export dates each submission)")
                 row["withheld"] = "no trusted submission time"
             if deadline is not None and late is not None:
                 why = (why + "; " if why else "") + f"extended deadline {deadline.isoformat(timespec='minutes')}"
