@@ -366,6 +366,21 @@ def test_commands_that_cannot_be_right_are_refused(tmp_path, capsys, case):
 
 # ---------------------------------------------------------------------------- class outputs
 
+def test_the_anonymous_copy_names_no_learner_in_its_errors(tmp_path):
+    """The outside attack's F8: a refusal's words ("no exercise files found in ada") and older
+    submissions' folders named the learner in anonymous/grades.csv."""
+    root = _class(tmp_path, {"ada": None, "bob": None, "cy": "import numpy as np\n" + GOOD})
+    for who in ("ada", "bob"):  # Canvas's bulk download renames each upload "<name>_<id>_<sub>_<file>"
+        (root / who / f"lovelace{who}_12345_6789_attention.py").write_text("import numpy as np\n" + GOOD)
+    out = tmp_path / "out"
+    batch.run_batch(root, out, jobs=1, grade=_fake_grade, progress=False, anonymize=True)
+    assert {g["status"] for g in _grades(out).values()} >= {"error"}  # the refusals happened
+    anonymous = (out / "anonymous" / "grades.csv").read_text()
+    for name in ("ada", "bob", "lovelace", "12345"):
+        assert name not in anonymous, name
+    assert "error: its words are in grades.csv only" in anonymous and "ada" in (out / "grades.csv").read_text()
+
+
 def test_roster_deadline_canvas_feedback_and_anonymous_export(tmp_path):
     root = _class(tmp_path, {"ada": "import numpy as np\n" + GOOD, "bob": "import numpy as np\n" + GOOD,
                              "zed": "def softmax(x): return x"})

@@ -49,10 +49,28 @@ def grades_csv(rows: list[dict], reports: dict[str, dict], rename=None) -> str:
         w.writerow([who, came, *(points(row["parts"].get(c, 0.0)) for c in columns), points(row["score"]),
                     row["late"], points(row["adjusted"]), points(row["final"]), points(max_total(reports)),
                     row["status"], row["submitted"], row.get("time_source", ""), spreadsheet(said),
-                    learner(row["error"]).csv(budget), canvas_cell(row),
+                    _error(row, budget, rename), canvas_cell(row),
                     points(row["possible"] if row.get("possible") is not None else max_total(reports)),
-                    "; ".join(f"{folder} ({when.isoformat(timespec='seconds')})" for folder, when in row.get("older", []))])
+                    _replaces(row, rename)])
     return f.getvalue()
+
+
+# An anonymous row's error and older submissions: their words name folders and files, which name
+# the learner (Canvas's downloads are "<name>_<id>_..."), so the anonymous copy says only that they exist.
+ANONYMOUS_ERROR = "error: its words are in grades.csv only (they may name the learner)"
+
+
+def _error(row: dict, budget, rename) -> str:
+    if rename is not None:
+        return ANONYMOUS_ERROR if row["error"] else ""
+    return learner(row["error"]).csv(budget)
+
+
+def _replaces(row: dict, rename) -> str:
+    older = row.get("older", [])
+    if rename is not None:
+        return f"{len(older)} older submission{'s' if len(older) != 1 else ''}" if older else ""
+    return "; ".join(f"{folder} ({when.isoformat(timespec='seconds')})" for folder, when in older)
 
 
 def canvas_cell(row: dict) -> str:
