@@ -312,6 +312,329 @@ PLANTED["a check sentence whose check cell is gone"] = lambda: check_sentences_a
     _check_cell_removed("06_pruning.ipynb"), (ROOT / "Makefile").read_text())
 
 
+# ------------------------------------------------------------------ chapter 8: positions, generation, data
+
+def check_sinusoidal_positions_formula(sinusoidal):
+    """The contract of ``sinusoidal_positions(length, dim, offset=0, base=10000.0)``: "a float32
+    tensor (length, dim) whose row t is PE_p at position p = offset + t, with base in place of 10000;
+    sines in the even features, cosines in the odd ones", and the hint's angles "positions * inv_freq,
+    shape (length, dim / 2), by broadcasting", inv_freq = base ** (-arange(0, dim, 2) / dim)."""
+    for length, dim, offset, base in ((5, 2, 0, 10000.0), (7, 8, 3, 10000.0), (4, 6, 11, 100.0)):
+        pe = sinusoidal(length, dim, offset=offset, base=base)
+        assert pe.shape == (length, dim) and pe.dtype == torch.float32
+        positions = torch.arange(offset, offset + length, dtype=torch.float64)[:, None]
+        inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        angles = positions * inv_freq
+        assert angles.shape == (length, dim // 2)
+        for t in range(length):
+            for i in range(dim // 2):
+                p = offset + t
+                theta = p / base ** (2 * i / dim)
+                assert abs(pe[t, 2 * i].item() - np.sin(theta)) < 1e-6, (t, i)
+                assert abs(pe[t, 2 * i + 1].item() - np.cos(theta)) < 1e-6, (t, i)
+                assert abs(angles[t, i].item() - theta) < 1e-9
+
+
+def check_rope_formula(rope):
+    """The contract of ``apply_rope(x, offset=0, base=10000.0)`` and "This course uses the half-split
+    convention": for x (..., L, d), d even (ValueError otherwise), the pair (feature i, feature
+    i + d/2) of the vector at position offset + t turns by (offset + t) * base ** (-2i/d)."""
+    torch.manual_seed(0)
+    for lead, length, d, offset, base in (((), 3, 2, 0, 10000.0), ((2,), 5, 8, 4, 10000.0), ((2, 3), 4, 6, 7, 50.0)):
+        x = torch.randn(*lead, length, d, dtype=torch.float64)
+        out = rope(x, offset=offset, base=base)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        for t in range(length):
+            for i in range(d // 2):
+                a = (offset + t) * base ** (-2 * i / d)
+                x1, x2 = x[..., t, i], x[..., t, i + d // 2]
+                torch.testing.assert_close(out[..., t, i], x1 * np.cos(a) - x2 * np.sin(a))
+                torch.testing.assert_close(out[..., t, i + d // 2], x2 * np.cos(a) + x1 * np.sin(a))
+    with pytest.raises(ValueError):
+        rope(torch.zeros(2, 3, 5))
+    # "the new token then gets position 0's rotation, which is no rotation at all"
+    x = torch.randn(3, 1, 8, dtype=torch.float64)
+    torch.testing.assert_close(rope(x, offset=0), x)
+    assert not torch.allclose(rope(x, offset=5), x)
+
+
+def test_position_formulas():
+    from solutions.language_model import apply_rope, sinusoidal_positions
+    check_sinusoidal_positions_formula(sinusoidal_positions)
+    check_rope_formula(apply_rope)
+
+
+def check_a_convention_mismatch_is_silent_nonsense(rope, other):
+    """"A model trained with one [pairing] and run with the other ... computes nonsense without any
+    error": the rotated scores under the two conventions differ, and neither raises."""
+    torch.manual_seed(3)
+    q, k = torch.randn(2, 6, 8, dtype=torch.float64), torch.randn(2, 6, 8, dtype=torch.float64)
+    ours = rope(q) @ rope(k).transpose(-1, -2)
+    theirs = other(q) @ other(k).transpose(-1, -2)
+    assert (ours - theirs).abs().max() > 0.1
+
+
+def test_a_convention_mismatch_is_silent_nonsense():
+    from solutions.language_model import apply_rope
+    check_a_convention_mismatch_is_silent_nonsense(apply_rope, _adjacent_rope)
+
+
+PLANTED["the same convention twice"] = lambda: check_a_convention_mismatch_is_silent_nonsense(
+    _adjacent_rope, _adjacent_rope)
+
+
+def check_temperature_sharpens_and_flattens(distribution):
+    """"drawing it from softmax(logits / T) is sampling at temperature T (low T sharpens the
+    distribution toward greedy, high T flattens it)": as T falls the top probability rises toward 1
+    at the argmax; as T rises the entropy rises toward log V."""
+    torch.manual_seed(4)
+    logits = torch.randn(5, 32, dtype=torch.float64)
+    temperatures = [0.01, 0.3, 1.0, 3.0, 100.0]
+    probs = [distribution(logits, t) for t in temperatures]
+    top = [p.max(-1).values for p in probs]
+    entropy = [-(p * p.log()).sum(-1) for p in probs]
+    for a, b in zip(top, top[1:]):
+        assert (a > b).all()
+    for a, b in zip(entropy, entropy[1:]):
+        assert (a < b).all()
+    assert (probs[0].argmax(-1) == logits.argmax(-1)).all() and (top[0] > 0.99).all()
+    assert (entropy[-1] > np.log(32) - 0.01).all()
+
+
+def test_temperature_sharpens_and_flattens():
+    check_temperature_sharpens_and_flattens(lambda logits, t: torch.softmax(logits / t, dim=-1))
+
+
+PLANTED["logits times the temperature"] = lambda: check_temperature_sharpens_and_flattens(
+    lambda logits, t: torch.softmax(logits * t, dim=-1))
+
+
+def _adjacent_rope(x, offset=0, base=10000.0):
+    """Planted: the paper's adjacent pairs (2i, 2i + 1), not the course's halves."""
+    from solutions.language_model import apply_rope
+    d = x.shape[-1]
+    order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+    return apply_rope(x[..., order], offset, base)[..., torch.argsort(order)]
+
+
+def _halves_sinusoidal(length, dim, offset=0, base=10000.0):
+    """Planted: sines in the first half, cosines in the second."""
+    from solutions.language_model import sinusoidal_positions
+    pe = sinusoidal_positions(length, dim, offset, base)
+    return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
+
+
+PLANTED["rope with adjacent pairs"] = lambda: check_rope_formula(_adjacent_rope)
+PLANTED["sinusoids in halves"] = lambda: check_sinusoidal_positions_formula(_halves_sinusoidal)
+
+
+def _sentence_model():
+    from lab import induction
+    from lab import language_model as lab_lm
+    provenance = json.loads((induction.WEIGHTS_DIR / "provenance.json").read_text())["sentences.pt"]
+    model = lab_lm.CausalLM(**provenance["config"]).eval()
+    model.load_state_dict(torch.load(induction.WEIGHTS_DIR / "sentences.pt", weights_only=True))
+    return model, provenance
+
+
+def check_generate_is_the_loop_the_text_describes(generate, model):
+    """"Each new token comes from the logits of the last position: argmax at temperature == 0, else
+    one call of torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)
+    per step"; "A loop of max_new_tokens steps, each of which chooses one token per row from the
+    scores of the last position, appends it, and asks the model for the next scores": generate
+    equals that loop written out with full passes, greedy and sampled (same generator seed)."""
+    from lab import sentences
+    prompt = sentences.encode("the ")[None].repeat(3, 1)
+    steps = 9
+    for temperature in (0.0, 0.8, 2.0):
+        with torch.no_grad():
+            got = generate(model, prompt, steps, temperature=temperature,
+                           generator=torch.Generator().manual_seed(5))
+            tokens, g = prompt, torch.Generator().manual_seed(5)
+            for _ in range(steps):
+                last = model(tokens)[:, -1, :]
+                if temperature == 0:
+                    nxt = last.argmax(dim=-1, keepdim=True)
+                else:
+                    nxt = torch.multinomial(torch.softmax(last / temperature, dim=-1), 1, generator=g)
+                tokens = torch.cat([tokens, nxt], dim=1)
+        assert got.shape == (3, prompt.shape[1] + steps)
+        assert torch.equal(got, tokens), temperature
+
+
+def test_generate_is_the_loop_the_text_describes():
+    from solutions.language_model import generate
+    check_generate_is_the_loop_the_text_describes(generate, _sentence_model()[0])
+
+
+class _Spy(torch.nn.Module):
+    """A model that records what each call gets: the number of positions, and whether caches came."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.calls = model, []
+
+    def new_caches(self):
+        return self.model.new_caches()
+
+    def forward(self, tokens, caches=None):
+        self.calls.append((tokens.shape[1], caches is not None))
+        return self.model(tokens, caches=caches)
+
+
+def check_generate_calls_the_model_as_the_text_says(generate, model):
+    """"With use_cache, call model(prompt, caches=caches) once with caches = model.new_caches(), then
+    model(next_token, caches=caches) with only the new token; without, call model(tokens) on the
+    whole sequence at every step." """
+    from lab import sentences
+    prompt, steps = sentences.encode("the ")[None], 6
+    length = prompt.shape[1]
+    for use_cache in (True, False):
+        spy = _Spy(model)
+        with torch.no_grad():
+            generate(spy, prompt, steps, use_cache=use_cache)
+        if use_cache:
+            assert spy.calls[0] == (length, True) and all(c == (1, True) for c in spy.calls[1:]), spy.calls
+        else:
+            assert spy.calls == [(length + k, False) for k in range(len(spy.calls))], spy.calls
+        assert steps - 1 <= len(spy.calls) <= steps, spy.calls
+
+
+def test_generate_calls_the_model_as_the_text_says():
+    from solutions.language_model import generate
+    check_generate_calls_the_model_as_the_text_says(generate, _sentence_model()[0])
+
+
+def _generate_cache_ignored(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True):
+    """Planted: never uses the cache."""
+    from solutions.language_model import generate
+    return generate(model, prompt, max_new_tokens, temperature, generator, use_cache=False)
+
+
+PLANTED["generate that ignores use_cache"] = lambda: check_generate_calls_the_model_as_the_text_says(
+    _generate_cache_ignored, _sentence_model()[0])
+
+
+def _generate_times_temperature(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True):
+    """Planted: multiplies the logits by the temperature (flattens where it should sharpen)."""
+    from solutions.language_model import generate
+    return generate(model, prompt, max_new_tokens, 1 / temperature if temperature else 0.0, generator, use_cache)
+
+
+PLANTED["generate that multiplies by the temperature"] = lambda: check_generate_is_the_loop_the_text_describes(
+    _generate_times_temperature, _sentence_model()[0])
+
+
+def check_validation_sets_and_training_sentences(seen, provenance):
+    """"400 sentences the model never saw"; "a plain second draw of 400 sentences repeats K training
+    sentences word for word, and the curve's validation set repeats K of its N; the curve's
+    'validation' is therefore partly text the model trained on": the held-out draw has 400 sentences
+    none of which is a training sentence; a plain draw and the curve's validation set repeat some."""
+    from lab import sentences
+    recipe = provenance["recipe"]
+    plain = sentences.complete_sentences(sentences.text(400, seed=11))
+    curve_val = sentences.complete_sentences(sentences.text(recipe["val_sentences"], provenance["data_seeds"]["val"]))
+    unseen = sentences.complete_sentences(sentences.unseen_text(400, seed=11, seen=seen))
+    assert len(unseen) == 400 and not any(s in seen for s in unseen)
+    assert sum(s in seen for s in plain) > 0 and sum(s in seen for s in curve_val) > 0
+    assert len(curve_val) == recipe["val_sentences"]
+
+
+def test_validation_sets_and_training_sentences():
+    from lab import sentences
+    _, provenance = _sentence_model()
+    seen = sentences.sentence_set(provenance["recipe"]["train_sentences"], provenance["data_seeds"]["train"])
+    check_validation_sets_and_training_sentences(seen, provenance)
+
+
+PLANTED["no training sentence known"] = lambda: check_validation_sets_and_training_sentences(
+    frozenset(), _sentence_model()[1])
+
+
+# ------------------------------------------------------------------ chapter 8: the ten induction models
+
+def _induction_record():
+    from lab import induction
+    return json.loads((induction.WEIGHTS_DIR / "induction_results.json").read_text())
+
+
+def check_induction_record_says_what_the_text_says(record):
+    """The ten-seed table of chapter 8 (recomputed on the page; its record equals the committed
+    weights' analysis, tests/test_language_model_lab.py::test_induction_record_is_what_the_committed_weights_give):
+    "The same on the ten seeds"; "Ten seeds: heads found (score) and the repeat's loss in nats
+    (chance X)"; "The heads are there on every seed: on K of N seeds, layer 0 has at least one
+    previous-token head and layer 1 at least one induction head; the best of them score ...";
+    "The cut at 0.3 that defines the circuit": the circuit is every layer-0 head whose previous-token
+    score and every layer-1 head whose induction score is above 0.3; "analyse compares the top pair
+    with the pairs that share no head with it" and "without another pair at most X": the max over
+    the 9 pairs of one other head of each layer; "Removing only the top pair raised the repeat's loss"."""
+    from lab import induction
+    assert sorted(map(int, record)) == list(range(10)) and induction.SEEDS == tuple(range(10))
+    assert induction.THRESHOLD == 0.3
+    for seed, r in record.items():
+        assert np.isclose(r["chance"], induction.CHANCE), seed
+        prev, ind = np.array(r["previous_token_scores"]), np.array(r["induction_scores"])
+        circuit = {tuple(h) for h in r["circuit"]}
+        assert circuit == ({(0, h) for h in range(4) if prev[0, h] > 0.3} | {(1, h) for h in range(4) if ind[1, h] > 0.3})
+        assert any(l == 0 for l, _ in circuit) and any(l == 1 for l, _ in circuit), f"seed {seed}: a layer has no head"
+        assert tuple(r["previous_token_head"]) == (0, int(prev[0].argmax())) and np.isclose(r["previous_token_score"], prev[0].max())
+        assert tuple(r["induction_head"]) == (1, int(ind[1].argmax())) and np.isclose(r["induction_score"], ind[1].max())
+        top = (r["previous_token_head"][1], r["induction_head"][1])
+        pairs = {tuple(map(int, k.split(","))) for k in r["loss_repeat_without_other_pairs"]}
+        assert pairs == {(a, b) for a in range(4) for b in range(4) if a != top[0] and b != top[1]}, seed
+        assert np.isclose(r["loss_repeat_without_other_pairs_max"], max(r["loss_repeat_without_other_pairs"].values()))
+        assert r["loss_repeat_without_pair"] > r["loss_repeat"], f"seed {seed}: removing the pair lowered the loss"
+
+
+def test_induction_record_says_what_the_text_says():
+    check_induction_record_says_what_the_text_says(_induction_record())
+
+
+def _record_with_a_seed_without_induction_heads():
+    record = copy.deepcopy(_induction_record())
+    scores = np.array(record["3"]["induction_scores"])
+    scores[1] = 0.1
+    record["3"]["induction_scores"] = scores.tolist()
+    return record
+
+
+PLANTED["a seed without an induction head"] = lambda: check_induction_record_says_what_the_text_says(
+    _record_with_a_seed_without_induction_heads())
+PLANTED["nine seeds"] = lambda: check_induction_record_says_what_the_text_says(
+    {k: v for k, v in _induction_record().items() if k != "9"})
+
+
+def check_induction_models_are_what_the_text_says(model):
+    """"What these models are not. They are two layers without MLPs, on a task made to need copying,
+    with positions from a learned table.\""""
+    assert model.num_layers == len(model.blocks) == 2
+    assert all(block.mlp is None for block in model.blocks)
+    assert isinstance(model.pos, torch.nn.Embedding)
+    tokens = torch.zeros(1, 5, dtype=torch.long)
+    with torch.no_grad():
+        moved = copy.deepcopy(model)
+        moved.pos.weight.add_(1.0)
+        assert not torch.allclose(model(tokens), moved(tokens)), "the table is not what gives the positions"
+
+
+def test_induction_models_are_what_the_text_says():
+    from lab import induction
+    for seed in (0, 9):
+        check_induction_models_are_what_the_text_says(induction.load_model(seed, MultiHeadAttention))
+
+
+def _induction_model_with_sinusoids():
+    from lab import induction
+    from lab import language_model as lab_lm
+    from solutions.language_model import sinusoidal_positions
+    config = dict(induction.CONFIG, learned_positions=0)
+    return lab_lm.CausalLM(**config, attention_class=MultiHeadAttention, positions=sinusoidal_positions).eval()
+
+
+PLANTED["an induction model with sinusoids"] = lambda: check_induction_models_are_what_the_text_says(
+    _induction_model_with_sinusoids())
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):

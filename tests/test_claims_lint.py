@@ -42,7 +42,7 @@ def _chapter(tmp_path, name, *markdown):
 # count may fall, never rise. Lower a ceiling when you back sentences; the goal is 0.
 UNREVIEWED_CEILING = {
     "01_attention.ipynb": 19, "02_masking.ipynb": 43, "03_heads.ipynb": 15, "04_layer.ipynb": 29,
-    "05_looking_at_heads.ipynb": 27, "06_pruning.ipynb": 43, "07_beyond.ipynb": 28, "08_language_model.ipynb": 58,
+    "05_looking_at_heads.ipynb": 27, "06_pruning.ipynb": 43, "07_beyond.ipynb": 28, "08_language_model.ipynb": 20,
     "guides/contributor.md": 16, "guides/instructor.md": 58, "guides/learner.md": 17, "guides/term.md": 26,
 }
 
