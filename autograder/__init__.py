@@ -24,7 +24,7 @@ SECRET = ("solutions", "autograder.grading", "autograder.classroom")
 # Where the answers are: a process holding any of these must never become a learner's process.
 REFERENCES = ("solutions", "autograder.grading")
 # All of ours that the learner's process itself may import (the rest is refused there).
-LEARNER_SIDE = ("autograder.isolation", "autograder.spec", "autograder.inert")  # spec imports inert
+LEARNER_SIDE = ("autograder.isolation", "autograder.spec", "autograder.inert", "autograder.said")  # spec imports inert, said
 
 
 def within(name: str, prefixes) -> bool:

@@ -140,7 +140,7 @@ class LearnerText:
     def _cut(self, budget: Budget | None, cap: int | None, fmt: str = "text") -> str:
         """Inert, escaped for ``fmt``, and cut to the BYTES of UTF-8 that ``cap`` and ``budget``
         grant (after the escaping: a CJK character costs 3, an ``&amp;`` 5)."""
-        from .said import cut_bytes
+        from .said import cut_bytes  # deferred: said imports this module (its escapers) at its top
 
         text = inert(" ".join(self._text.split()))
         limits = [x for x in (cap, budget.left if budget else None) if x is not None]

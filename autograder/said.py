@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from .inert import _HTML, _MARKDOWN, inert, spreadsheet
+from .inert import _HTML, _MARKDOWN, LearnerText, inert, spreadsheet
 
 OPEN, CLOSE = "\x0e", "\x0f"  # a learner slot (SO, SI: inert() escapes both in learner text)
 VALUE, END_VALUE = "\x10", "\x11"  # a case's value (DLE, DC1)
@@ -71,8 +71,6 @@ def said(template: str, **fields) -> str:
     may be a grader fact (int, float count, bool, a tuple of ints, a string the grader owns: an
     id, a case's name), an already marked part (``slot(...)``, ``value(...)``), or learner text
     (:class:`autograder.inert.LearnerText`), which becomes a slot."""
-    from .inert import LearnerText
-
     filled = {}
     for key, x in fields.items():
         if isinstance(x, LearnerText):
@@ -186,8 +184,6 @@ def render(text, fmt: str, budget: Budget | None = None, *, values: bool = False
     the text's marks are checked first (:func:`clean`)."""
     if fmt not in ESCAPE:
         raise ValueError(f"no such format: {fmt!r}")
-    from .inert import LearnerText
-
     if isinstance(text, LearnerText):
         text = slot(text._text)
     elif type(text) is not str:
