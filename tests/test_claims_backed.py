@@ -635,6 +635,55 @@ PLANTED["an induction model with sinusoids"] = lambda: check_induction_models_ar
     _induction_model_with_sinusoids())
 
 
+# ------------------------------------------------------------------ every chapter: the hosted-install cell
+
+def check_hosted_cell_fails_in_place(source, monkeypatch):
+    """The hosted-install cell's comment "fails here, not three cells down, if the install did not
+    take": on a hosted kernel without the course, an install that runs but leaves no package makes
+    the cell itself raise ModuleNotFoundError, at its own last line."""
+    import subprocess
+    import sys
+    import traceback
+    source = source.replace("COURSE_PACKAGE_URL = None", "COURSE_PACKAGE_URL = 'file:///nowhere/course.whl'")
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "test")
+    monkeypatch.setitem(sys.modules, "mha_exercises", None)  # this kernel lacks the course
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the cell adds the user site directory
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: None)  # pip ran; nothing was installed
+    code = compile(source, "<hosted-install>", "exec")
+    try:
+        exec(code, {"__name__": "__main__"})
+    except ModuleNotFoundError as error:
+        raised = error
+    else:
+        raise AssertionError("the cell ran to its end without the package")
+    line = traceback.extract_tb(raised.__traceback__)[-1]
+    assert line.filename == "<hosted-install>" and source.splitlines()[line.lineno - 1].strip().startswith(
+        "import mha_exercises"), line
+
+
+def _hosted_source(name):
+    (cell,) = [c for c in _cells(name) if c.get("id") == "hosted-install"]
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BOOK.glob("0[1-8]_*.ipynb")))
+def test_hosted_cell_fails_in_place(name, monkeypatch):
+    check_hosted_cell_fails_in_place(_hosted_source(name), monkeypatch)
+
+
+def _without_the_last_import(monkeypatch):
+    source = "\n".join(l for l in _hosted_source("01_attention.ipynb").splitlines() if not l.strip().startswith("import mha_exercises"))
+    check_hosted_cell_fails_in_place(source, monkeypatch)
+
+
+def _planted_hosted():
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _without_the_last_import(monkeypatch)
+
+
+PLANTED["a hosted cell without its import"] = _planted_hosted
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
