@@ -34,6 +34,7 @@ from ...scoring import MISMATCH_WORDS, points, sentence, shown_points
 from ...spec import POINTS
 from ...submission import SubmissionError, load
 from ..files import write_atomic
+from .feedback import BUILTIN_ERRORS, FILES
 
 DETAILS_VISIBILITY = "after_published"
 # Learner text an exercise's visible output may hold: per cause, the exception type's name
@@ -44,7 +45,10 @@ DETAILS_VISIBILITY = "after_published"
 NAME_CHARS = 40
 EXCERPT_CHARS = 60
 LEARNER_CHARS = 150  # bytes per exercise
-VISIBLE_BYTES = 1024  # bytes of learner text in all the visible outputs of one submission
+# Bytes of learner text in all the visible outputs of one submission: under the 300 a learner's
+# feedback files hold (a built-in exception's name and an exercise module's file are the grader's
+# words, said free: ``_errors``).
+VISIBLE_BYTES = 256
 DETAILS_BYTES, DETAILS_EXERCISE_BYTES = 4096, 600  # in the details shown after publication
 CAUSES_SHOWN = 3
 # Errors whose feedback is the grader's own words, with no value of a case (exchange.py, runner.py).
@@ -78,11 +82,11 @@ def _errors(cause: dict, feedback: str, budget: _Budget) -> str:
         return "Failed (why is told once grades are published)"
     said = {"exception": "Raised", "import": "The module failed to import:",
             "garbage": "Returned something that is not plain data"}[kind]
-    name = budget.take(cause.get("type"), NAME_CHARS)
+    name = cause.get("type") if cause.get("type") in BUILTIN_ERRORS else budget.take(cause.get("type"), NAME_CHARS)
     if name:
         said += f" {name}"
     if cause.get("line") is not None:
-        where = budget.take(cause.get("file"), NAME_CHARS)
+        where = cause.get("file") if cause.get("file") in FILES else budget.take(cause.get("file"), NAME_CHARS)
         said += f" at {where + ', ' if where else ''}line {int(cause['line'])}"
     text = budget.take(cause.get("text"), EXCERPT_CHARS)
     return said + (f': "{text}"' if text else "")
