@@ -684,6 +684,143 @@ def _planted_hosted():
 PLANTED["a hosted cell without its import"] = _planted_hosted
 
 
+# ------------------------------------------------------------------ chapter 2: masks
+
+def _chapter_cell(name, cell_id, namespace):
+    (cell,) = [c for c in _cells(name) if c.get("id") == cell_id]
+    exec(compile("".join(cell["source"]), f"<{cell_id}>", "exec"), namespace)
+    return namespace
+
+
+def check_the_batch_of_three_sentences(namespace):
+    """"Here is a batch of three sentences of lengths 4, 2 and 5, padded to five tokens" (cell 02-003)."""
+    assert namespace["valid_lens"].tolist() == [4, 2, 5] and namespace["Lk"] == 5
+    assert all(len(row) == 5 for row in namespace["padded"])
+
+
+def test_the_batch_of_three_sentences(capsys):
+    check_the_batch_of_three_sentences(_chapter_cell("02_masking.ipynb", "02-003", {"np": np}))
+
+
+PLANTED["a batch of other lengths"] = lambda: check_the_batch_of_three_sentences(
+    {"valid_lens": np.array([4, 2, 4]), "Lk": 5, "padded": [[0] * 5] * 3})
+
+
+def check_masks_of_the_three_sentences(sdpa, padding_mask, causal_mask):
+    """On the chapter's lengths 4, 2, 5 padded to 5: "Attention as written in the previous chapter lets
+    every query look at every key" (no mask: every weight positive); "Every query row above still has
+    at least one allowed key" (right padding AND causal); "Self-attention on the left-padded batch,
+    with padding and look-ahead combined: in the heatmap of sentence 1 (two real tokens after three
+    padding positions), the rows of the three queries with nothing to see are zero, and so are their
+    outputs"."""
+    rng = np.random.default_rng(0)
+    lens, L = np.array([4, 2, 5]), 5
+    x, v = rng.standard_normal((3, L, 8)), rng.standard_normal((3, L, 4))
+    _, w = sdpa(x, x, v)
+    assert (w > 0).all()
+    right = padding_mask(lens, L) & causal_mask(L)
+    assert right.shape == (3, L, L) and right.any(-1).all()
+    left = padding_mask(lens, L)[..., ::-1] & causal_mask(L)
+    assert left[1].any(-1).tolist() == [False, False, False, True, True]
+    out, w = sdpa(x, x, v, left)
+    assert not w[1, :3].any() and not out[1, :3].any()
+    assert np.allclose(w[1, 3:].sum(-1), 1) and out[1, 3:].any()
+
+
+def test_masks_of_the_three_sentences():
+    from solutions import attention, masking
+    check_masks_of_the_three_sentences(attention.scaled_dot_product_attention, masking.padding_mask, masking.causal_mask)
+
+
+def _sdpa_ignoring_the_mask(q, k, v, mask=None):
+    from solutions import attention
+    return attention.scaled_dot_product_attention(q, k, v)
+
+
+PLANTED["attention that ignores its mask, on the three sentences"] = lambda: check_masks_of_the_three_sentences(
+    _sdpa_ignoring_the_mask, __import__("solutions.masking", fromlist=["x"]).padding_mask,
+    __import__("solutions.masking", fromlist=["x"]).causal_mask)
+PLANTED["a start-aligned padding"] = lambda: check_masks_of_the_three_sentences(
+    __import__("solutions.attention", fromlist=["x"]).scaled_dot_product_attention,
+    lambda lens, n: np.ones((len(lens), 1, n), dtype=bool),
+    __import__("solutions.masking", fromlist=["x"]).causal_mask)
+
+
+def check_a_large_fill_averages_the_padding(fill_softmax):
+    """Chapter 2 on d2l's fill: with every key of a row masked and the scores filled with -1e6, the
+    row's weights are uniform, so "That output is not zero, and it depends on whatever the padding
+    positions happen to hold: change only the values at the masked positions, and it changes" (the
+    printed "mean of all value rows" is that output)."""
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((2, 4))
+    mask = np.array([[True, True, False, False], [False, False, False, False]])
+    w = fill_softmax(scores, mask)
+    values = rng.standard_normal((4, 3))
+    other = values.copy()
+    other[2:] = rng.standard_normal((2, 3))
+    assert (w @ values)[1].any() and np.allclose((w @ values)[1], values.mean(0))
+    assert not np.allclose((w @ values)[1], (w @ other)[1])
+    assert np.allclose((w @ values)[0], (w @ other)[0]), "a row with allowed keys should not see the padding"
+
+
+def _fill(fill):
+    def fill_softmax(scores, mask):
+        filled = np.where(mask, scores, fill)
+        e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    return fill_softmax
+
+
+def test_a_large_fill_averages_the_padding():
+    check_a_large_fill_averages_the_padding(_fill(-1e6))
+
+
+PLANTED["a masked softmax that zeroes the masked row"] = lambda: check_a_large_fill_averages_the_padding(
+    __import__("solutions.masking", fromlist=["x"]).masked_softmax)
+
+
+def check_float16_range(dtype):
+    """"Half precision ... has a much smaller range": its largest number is 65504 (float32's is about
+    3.4e38), so a fill of -1e9 becomes -inf in it while -1e4 stays finite."""
+    assert int(np.finfo(dtype).max) == 65504 and np.finfo(np.float32).max > 1e38
+    with np.errstate(over="ignore"):
+        assert np.isneginf(dtype(-1e9)) and np.isfinite(dtype(-1e4))
+
+
+def test_float16_range():
+    check_float16_range(np.float16)
+
+
+PLANTED["float32 taken for half precision"] = lambda: check_float16_range(np.float32)
+
+
+def check_pytorch_layer_takes_the_inverted_mask(invert):
+    """"So convert at the boundary, once: key_padding_mask = ~mask and attn_mask = ~mask going into
+    nn.MultiheadAttention": with the course's mask (True = may attend) inverted, the layer's weights
+    are zero exactly on the forbidden pairs, and its output is the course's attention of the same
+    projections."""
+    from solutions import masking
+    torch.manual_seed(0)
+    lens, L, E = np.array([4, 2, 5]), 5, 8
+    keep = masking.padding_mask(lens, L)[:, 0]  # (B, Lk)
+    causal = masking.causal_mask(L)
+    layer = torch.nn.MultiheadAttention(E, 2, batch_first=True).double().eval()
+    x = torch.randn(3, L, E, dtype=torch.float64)
+    with torch.no_grad():
+        _, w = layer(x, x, x, key_padding_mask=torch.from_numpy(invert(keep)),
+                     attn_mask=torch.from_numpy(invert(causal)), average_attn_weights=False)
+    allowed = torch.from_numpy(keep[:, None, None, :] & causal[None, None])
+    assert not torch.isnan(w).any() and (w[~allowed.expand_as(w)] == 0).all()
+    torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
+
+
+def test_pytorch_layer_takes_the_inverted_mask():
+    check_pytorch_layer_takes_the_inverted_mask(lambda m: ~m)
+
+
+PLANTED["the course's mask passed as is"] = lambda: check_pytorch_layer_takes_the_inverted_mask(lambda m: m)
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
