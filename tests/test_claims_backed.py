@@ -821,6 +821,124 @@ def test_pytorch_layer_takes_the_inverted_mask():
 PLANTED["the course's mask passed as is"] = lambda: check_pytorch_layer_takes_the_inverted_mask(lambda m: m)
 
 
+# ------------------------------------------------------------------ chapter 4: the layer
+
+def check_a_missing_bias_is_no_bias(mha):
+    """The contract of multi_head_attention: "Project with x @ W + b (a bias missing from params means
+    no bias), split into heads ..., and apply W_o, b_o": leaving a bias out equals a zero bias, and a
+    given bias is used."""
+    rng = np.random.default_rng(5)
+    E, H, d = 6, 2, 3
+    p = {n: rng.standard_normal((E, H * d)) for n in ("W_q", "W_k", "W_v")} | {"W_o": rng.standard_normal((H * d, E))}
+    biases = {"b_q": rng.standard_normal(H * d), "b_k": rng.standard_normal(H * d), "b_v": rng.standard_normal(H * d),
+              "b_o": rng.standard_normal(E)}
+    x = rng.standard_normal((2, 4, E))
+    out = mha(x, x, x, p, H)[0]
+    zeros = mha(x, x, x, p | {k: np.zeros_like(v) for k, v in biases.items()}, H)[0]
+    assert np.allclose(out, zeros)
+    for name, b in biases.items():
+        # b_k adds q . b_k to every score of a query's row: the softmax does not see it
+        assert np.allclose(mha(x, x, x, p | {name: b}, H)[0], out) == (name == "b_k"), f"{name}"
+
+
+def test_a_missing_bias_is_no_bias():
+    from solutions import layer
+    check_a_missing_bias_is_no_bias(layer.multi_head_attention)
+
+
+def _ignores_b_v(query, key, value, params, num_heads, mask=None):
+    from solutions import layer
+    return layer.multi_head_attention(query, key, value, {k: v for k, v in params.items() if k != "b_v"}, num_heads, mask)
+
+
+PLANTED["a layer that drops the value bias"] = lambda: check_a_missing_bias_is_no_bias(_ignores_b_v)
+
+
+def check_an_empty_item_beside_a_full_one(layer_cls):
+    """Chapter 4's cell on an item with no valid key beside one with all 6: "item 0 (6 valid keys) still
+    agrees with torch" (with the mask converted), while ours gives item 1 zero weights and the output
+    bias b_o; and F.scaled_dot_product_attention "does not return the weights" (one tensor)."""
+    torch.manual_seed(6)
+    B, Lq, Lk, E, H = 2, 4, 6, 12, 3
+    ref = torch.nn.MultiheadAttention(E, H, batch_first=True, dtype=torch.float64).eval()
+    ours = layer_cls.from_torch(ref).eval()
+    query, key = torch.randn(B, Lq, E, dtype=torch.float64), torch.randn(B, Lk, E, dtype=torch.float64)
+    allowed = torch.zeros(B, 1, Lk, dtype=torch.bool)
+    allowed[0] = True
+    with torch.no_grad():
+        out, w = ours(query, key, key, mask=allowed)
+        ref_out, _ = ref(query, key, key, key_padding_mask=~allowed[:, 0])
+    assert (out[0] - ref_out[0]).abs().max() < 1e-12
+    assert (w[1] == 0).all() and torch.allclose(out[1], ours.W_o.bias.expand_as(out[1]))
+    fused = torch.nn.functional.scaled_dot_product_attention(query[:, None], key[:, None], key[:, None])
+    assert isinstance(fused, torch.Tensor) and fused.shape == (B, 1, Lq, E)
+
+
+def test_an_empty_item_beside_a_full_one():
+    check_an_empty_item_beside_a_full_one(MultiHeadAttention)
+
+
+class _MaskAsIs(MultiHeadAttention):
+    """Planted: reads the mask with PyTorch's convention (True = ignore)."""
+
+    def forward(self, query, key, value, mask=None, **kwargs):
+        return super().forward(query, key, value, mask=None if mask is None else ~mask, **kwargs)
+
+
+PLANTED["a layer reading True as ignore"] = lambda: check_an_empty_item_beside_a_full_one(_MaskAsIs)
+
+
+class _NoPlots:
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def check_the_three_hand_set_heads(namespace):
+    """Chapter 4's hand-set heads (cell c04-36, run here): "head 0's query projection maps position i to
+    i - 1 (previous token), head 1's maps every position to 0 (first token)" with "row i -> one-hot of
+    i-1" and "token 0 has no previous token: itself"; the block-diagonal matrix "(H*d, H*d): head h's
+    block acts on head h's features only"."""
+    w = namespace["demo_w"][0].numpy()  # (H, L, L)
+    L = w.shape[-1]
+    previous, block = namespace["previous"], namespace["block_diagonal"]
+    assert all(previous[i].argmax() == max(i - 1, 0) and previous[i].sum() == 1 for i in range(L))
+    assert w[0, 0].argmax() == 0 and all(w[0, i].argmax() == i - 1 for i in range(1, L))
+    assert all(w[1, i].argmax() == 0 for i in range(L))
+    assert all(w[0, i, i - 1] > 0.9 for i in range(2, L)) and all(w[1, i, 0] > 0.9 for i in range(L))
+    d = previous.shape[0]
+    m = block([np.full((d, d), h + 1.0) for h in range(3)])
+    for h in range(3):
+        x = np.zeros(3 * d)
+        x[h * d:(h + 1) * d] = 1.0
+        y = x @ m
+        assert not y[:h * d].any() and not y[(h + 1) * d:].any() and y[h * d:(h + 1) * d].any()
+
+
+def _three_heads_namespace(layer_cls=MultiHeadAttention):
+    from solutions import masking
+
+    class _Layer:
+        MultiHeadAttention = layer_cls
+    namespace = {"np": np, "torch": torch, "rng": np.random.default_rng(0), "masking": masking,
+                 "layer": _Layer, "plots": _NoPlots()}
+    return _chapter_cell("04_layer.ipynb", "c04-36", namespace)
+
+
+def test_the_three_hand_set_heads():
+    check_the_three_hand_set_heads(_three_heads_namespace())
+
+
+class _HeadsReversed(MultiHeadAttention):
+    """Planted: returns the heads' weights in reverse order."""
+
+    def forward(self, *args, **kwargs):
+        out, w = super().forward(*args, **kwargs)
+        return out, w.flip(1)
+
+
+PLANTED["heads' weights in another order"] = lambda: check_the_three_hand_set_heads(_three_heads_namespace(_HeadsReversed))
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
