@@ -939,6 +939,104 @@ class _HeadsReversed(MultiHeadAttention):
 PLANTED["heads' weights in another order"] = lambda: check_the_three_hand_set_heads(_three_heads_namespace(_HeadsReversed))
 
 
+# ------------------------------------------------------------------ chapter 5: the red/blue/majority model
+
+class _Recording(MultiHeadAttention):
+    """The chapter-4 layer, recording its input and adding noise to every output row but the last
+    (the query ``?``), to see what the loss reads."""
+    noise = 0.0
+
+    def forward(self, query, key, value, **kwargs):
+        self.seen = query.detach().clone()
+        out, weights = super().forward(query, key, value, **kwargs)
+        if self.noise:
+            out = out.clone()
+            out[:, :-1] += self.noise * torch.randn_like(out[:, :-1])
+        return out, weights
+
+
+def check_the_heads_task_model(model, make_batch, reads_last_row_only=True):
+    """Chapter 5: "Because W_V is linear, W_V x_j = W_V(digit_j) + W_V(colour_j): the digit part of a red 3
+    and of a blue 3 is the same vector"; "A head that put half its weight on the red digit and half on
+    the blue one would output half the sum of the two digits' vectors, which says which two digits
+    they are but not which one is red"; "Only the last row, the query ?, is read by the loss"; "The
+    task of this chapter has no mask and no padding: the ? row always has all 13 keys"; "the majority
+    digit's uncoloured copies (up to four) outnumber the one red and the one blue digit"."""
+    from lab import heads_task as ht
+    tokens, colours, targets = make_batch(300, np.random.default_rng(7))
+    for n in range(len(tokens)):
+        digits, marks = tokens[n, :-1], colours[n, :-1]
+        uncoloured_majority = int(((digits == targets[n, 2]) & (marks == ht.PLAIN)).sum())
+        assert 2 <= uncoloured_majority <= 4, n
+        assert int((marks == ht.RED).sum()) == 1 == int((marks == ht.BLUE).sum())
+    attn = model.attention
+    with torch.no_grad():
+        pair = torch.tensor([[3, 3, ht.QUERY]]), torch.tensor([[ht.RED, ht.BLUE, ht.PLAIN]])
+        model(*pair)
+        x = attn.seen[0]
+        torch.testing.assert_close(x[0] - model.colour.weight[ht.RED], x[1] - model.colour.weight[ht.BLUE])
+        v = attn.W_v(x)
+        torch.testing.assert_close(v[0] - v[1], attn.W_v.weight @ (model.colour.weight[ht.RED] - model.colour.weight[ht.BLUE]))
+        # half on the red digit, half on the blue: swapping which digit is red changes only the colour part
+        one, _ = model(torch.tensor([[3, 5, ht.QUERY]]), torch.tensor([[ht.RED, ht.BLUE, ht.PLAIN]]))
+        x35 = attn.seen[0]
+        model(torch.tensor([[5, 3, ht.QUERY]]), torch.tensor([[ht.RED, ht.BLUE, ht.PLAIN]]))
+        x53 = attn.seen[0]
+        half35, half53 = attn.W_v(x35[:2]).mean(0), attn.W_v(x53[:2]).mean(0)
+        torch.testing.assert_close(half35, half53)
+        logits, weights = model(tokens[:50], colours[:50])
+        assert weights.shape[-1] == 13 and (weights[:, :, -1] > 0).all()
+        if reads_last_row_only:
+            attn.noise = 1.0
+            try:
+                noisy, _ = model(tokens[:50], colours[:50])
+            finally:
+                attn.noise = 0.0
+            for task in logits:
+                torch.testing.assert_close(noisy[task], logits[task])
+
+
+def _heads_model():
+    from lab import heads_task as ht
+    torch.manual_seed(0)
+    return ht.HeadsModel(_Recording)
+
+
+def test_the_heads_task_model():
+    from lab import heads_task as ht
+    check_the_heads_task_model(_heads_model(), ht.make_batch)
+
+
+class _ReadsEveryRow(torch.nn.Module):
+    """Planted: a model reading the mean of every row, not the query's."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.attention, self.colour = inner, inner.attention, inner.colour
+
+    def forward(self, tokens, colours, head_mask=None):
+        x = self.inner.digit(tokens) + self.inner.colour(colours)
+        out, weights = self.attention(x, x, x, head_mask=head_mask)
+        return {t: self.inner.readout[t](out.mean(1)) for t in self.inner.readout}, weights
+
+
+def _majority_of_two(num, rng):
+    from lab import heads_task as ht
+    tokens, colours, targets = ht.make_batch(num, rng)
+    for n in range(num):  # colour two of the majority's copies: only two uncoloured left at most
+        where = np.flatnonzero(tokens[n, :-1].numpy() == int(targets[n, 2]))
+        colours[n, :-1] = ht.PLAIN
+        colours[n, where[0]], colours[n, where[1]] = ht.RED, ht.BLUE
+        colours[n, where[2]] = ht.RED
+    return tokens, colours, targets
+
+
+PLANTED["a model that reads every row"] = lambda: check_the_heads_task_model(
+    _ReadsEveryRow(_heads_model()), __import__("lab.heads_task", fromlist=["x"]).make_batch)
+PLANTED["a batch with fewer uncoloured majority copies"] = lambda: check_the_heads_task_model(
+    _heads_model(), _majority_of_two)
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
