@@ -1037,6 +1037,44 @@ PLANTED["a batch with fewer uncoloured majority copies"] = lambda: check_the_hea
     _heads_model(), _majority_of_two)
 
 
+# ------------------------------------------------------------------ chapter 7: the cache against the weights
+
+def check_cache_against_weights(namespace):
+    """Chapter 7's cell 0e3c41bf, run here: "KV cache of one 4096-token sequence, 32 layers of 32 query
+    heads of dimension 128" in float16 is keys and values at every layer, head and position; "for one
+    sequence of 4096 tokens the MHA cache is X GiB against Y GiB of weights, and it overtakes them only
+    once the batch times the context exceeds about Z tokens": Z is where the two are equal, and the
+    cache grows linearly in the tokens."""
+    n = namespace
+    assert (n["layers"], n["heads"], n["d"], n["context"], n["bytes_per"]) == (32, 32, 128, 4096, 2)
+    per_token = n["mha_bytes_per_token"]
+    assert per_token == 2 * 32 * 32 * 128 * 2  # keys and values, every layer and head, float16
+    cache = per_token * n["context"]
+    assert cache / 2**30 == 2.0 and round(n["weight_bytes"] / 2**30, 1) == 12.5
+    equal = n["weight_bytes"] / per_token
+    assert cache < n["weight_bytes"] and per_token * equal == pytest.approx(n["weight_bytes"])
+    assert per_token * (equal - 1) < n["weight_bytes"] < per_token * (equal + 1)
+
+
+def _cache_namespace(patch=None):
+    from solutions import efficient
+
+    namespace = {"efficient": efficient, "print": lambda *a, **k: None}
+    source = "".join(next(c for c in _cells("07_beyond.ipynb") if c.get("id") == "0e3c41bf")["source"])
+    if patch:
+        source = source.replace(*patch)
+    exec(compile(source, "<0e3c41bf>", "exec"), namespace)
+    return namespace
+
+
+def test_cache_against_weights():
+    check_cache_against_weights(_cache_namespace())
+
+
+PLANTED["a cache of keys only"] = lambda: check_cache_against_weights(
+    _cache_namespace(("mha_bytes_per_token = 2 * layers", "mha_bytes_per_token = 1 * layers")))
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
