@@ -1075,6 +1075,158 @@ PLANTED["a cache of keys only"] = lambda: check_cache_against_weights(
     _cache_namespace(("mha_bytes_per_token = 2 * layers", "mha_bytes_per_token = 1 * layers")))
 
 
+# ------------------------------------------------------------------ chapters 1 and 3: cells run here
+
+def check_the_first_lookup(namespace):
+    """Chapter 1's cell 01-003: "(Lk, d_v) = (3, 3): value j is the j-th unit vector"; "Key 2 gets the
+    largest score and X of the weight, but keys 0 and 1 still contribute: the output is a blend, not a
+    copy"."""
+    values, weights = namespace["values"], namespace["weights"]
+    assert values.shape == (3, 3) and all(np.array_equal(values[j], np.eye(3)[j]) for j in range(3))
+    assert namespace["scores"].argmax() == 2 and weights.argmax() == 2 and weights[2] < 1
+    assert (weights[:2] > 0.01).all()
+    output = weights @ values
+    assert np.allclose(output, weights) and np.count_nonzero(output > 0.01) == 3
+
+
+def test_the_first_lookup():
+    check_the_first_lookup(_chapter_cell("01_attention.ipynb", "01-003", {"np": np, "print": lambda *a, **k: None}))
+
+
+PLANTED["a lookup that copies one value"] = lambda: check_the_first_lookup(
+    {"values": np.eye(3), "scores": np.array([0.0, 1.0, 9.0]), "weights": np.array([0.0, 0.0, 1.0])})
+
+
+def check_the_two_hand_built_heads(namespace):
+    """Chapter 3's cell c03-03: "L = 6 tokens, H = 2 heads of d = 6 features"; "In head 0 the query of
+    token i is the one-hot vector of position i-1, in head 1 it is the one-hot vector of position 0;
+    the keys are scaled one-hot vectors of their own position"; "token 0 has no previous token: let
+    head 0 look at itself" (so head 0 weighs the previous token, head 1 the first)."""
+    n = namespace
+    L, H, d = n["L"], n["H"], n["d"]
+    q, k = n["q"][0], n["k"][0]
+    assert (L, H, d) == (6, 2, 6) and q.shape == k.shape == (L, H * d)
+    eye = np.eye(L)
+    for i in range(L):
+        assert np.array_equal(q[i, :d], eye[max(i - 1, 0)]) and np.array_equal(q[i, d:], eye[0])
+        assert np.array_equal(k[i, :d] / k[i, :d].max(), eye[i]) and np.array_equal(k[i, d:] / k[i, d:].max(), eye[i])
+    w = n["per_head"][0]
+    assert [int(w[0, i].argmax()) for i in range(L)] == [0, 0, 1, 2, 3, 4]
+    assert all(int(w[1, i].argmax()) == 0 for i in range(L))
+
+
+def _two_heads_namespace(sdpa=None):
+    from solutions import attention
+
+    class _Attention:
+        scaled_dot_product_attention = staticmethod(sdpa or attention.scaled_dot_product_attention)
+    return _chapter_cell("03_heads.ipynb", "c03-03", {"np": np, "attention": _Attention, "plots": _NoPlots()})
+
+
+def test_the_two_hand_built_heads():
+    check_the_two_hand_built_heads(_two_heads_namespace())
+
+
+def _keys_as_queries(q, k, v, mask=None):
+    from solutions import attention
+    return attention.scaled_dot_product_attention(k, q, v, mask)
+
+
+PLANTED["queries and keys swapped"] = lambda: check_the_two_hand_built_heads(_two_heads_namespace(_keys_as_queries))
+
+
+def check_the_numbered_input(namespace):
+    """Chapter 3's cell c03-15: "L = 4 positions, H = 2 heads, d = 3 ... whose entry at position p and
+    feature f is 10*p + f"; "(1, H, L, d) too, without the transpose" (the wrong split has the right
+    shape and other entries)."""
+    x, right, wrong = namespace["x"], namespace["right"], namespace["wrong"]
+    assert (namespace["L"], namespace["H"], namespace["d"]) == (4, 2, 3)
+    assert all(x[0, p, f] == 10 * p + f for p in range(4) for f in range(6))
+    assert right.shape == wrong.shape == (1, 2, 4, 3) and not np.array_equal(right, wrong)
+    assert all(right[0, h, p, j] == 10 * p + h * 3 + j for h in range(2) for p in range(4) for j in range(3))
+
+
+def _numbered_namespace(split=None):
+    from solutions import heads
+
+    class _Heads:
+        split_heads = staticmethod(split or heads.split_heads)
+    return _chapter_cell("03_heads.ipynb", "c03-15", {"np": np, "heads": _Heads, "print": lambda *a, **k: None})
+
+
+def test_the_numbered_input():
+    check_the_numbered_input(_numbered_namespace())
+
+
+PLANTED["split_heads as a plain reshape"] = lambda: check_the_numbered_input(
+    _numbered_namespace(lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)))
+
+
+# ------------------------------------------------------------------ every chapter: the chapters it uses
+
+USES = re.compile(r"The chapter also uses your ([^.]+)\.")
+MODULE_OF_CHAPTER = {"1": "attention", "2": "masking", "3": "heads", "4": "layer", "5": "analysis",
+                     "6": "pruning", "7": "efficient"}
+
+
+def check_the_chapters_it_uses(cells):
+    """"The chapter also uses your `softmax` and `scaled_dot_product_attention` from chapter 1" and the
+    like: each name the sentence gives is loaded by the chapter's first code cell with
+    prerequisite(<that chapter's module>, ...). Returns how many names."""
+    text = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    first = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "prerequisite(" in "".join(c["source"]))
+    loaded = {}
+    for module, names in re.findall(r"prerequisite\(\s*\"(\w+)\"((?:\s*,\s*\"\w+\")*)\s*\)", first):
+        for name in re.findall(r"\"(\w+)\"", names):
+            loaded[name] = module
+    found = 0
+    for sentence in USES.findall(text):
+        for part in re.split(r"\),? and |; ", sentence):
+            chapters = re.findall(r"chapter (\d)", part)
+            for name in re.findall(r"`(\w+)`", part):
+                assert name in loaded, (name, sorted(loaded))
+                if chapters:
+                    assert loaded[name] == MODULE_OF_CHAPTER[chapters[-1]], (name, loaded[name], chapters)
+                found += 1
+    assert found, "no such sentence"
+    return found
+
+
+@pytest.mark.parametrize("name", ["02_masking.ipynb", "03_heads.ipynb"])
+def test_the_chapters_it_uses(name):
+    check_the_chapters_it_uses(_cells(name))
+
+
+def _without_prerequisite(name, module):
+    cells = copy.deepcopy(_cells(name))
+    for c in cells:
+        source = "".join(c["source"])
+        if "prerequisite(" in source:
+            c["source"] = re.sub(rf"prerequisite\(\"{module}\"[^)]*\)", "load(\"x\")", source)
+            break
+    return cells
+
+
+PLANTED["a chapter that does not load masking"] = lambda: check_the_chapters_it_uses(
+    _without_prerequisite("03_heads.ipynb", "masking"))
+
+
+def check_attention_imports_masked_softmax(source):
+    """Chapter 1: masked_softmax, "which attention.py already imports from masking.py": the learner's
+    stub module imports it from .masking."""
+    import ast
+    tree = ast.parse(source)
+    assert any(isinstance(node, ast.ImportFrom) and node.module == "masking" and node.level == 1
+               and "masked_softmax" in [a.name for a in node.names] for node in ast.walk(tree))
+
+
+def test_attention_imports_masked_softmax():
+    check_attention_imports_masked_softmax((ROOT / "mha_exercises" / "attention.py").read_text())
+
+
+PLANTED["a stub without the import"] = lambda: check_attention_imports_masked_softmax("import numpy as np\n")
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
