@@ -395,7 +395,7 @@ def test_a_call_that_stops_the_measure_is_told_so(what, said):
     result = judge.judge_in_process(EXERCISES["chunked_attention"], _stops(what))
     failing = [c for c in result.cases if not c.passed]
     assert [c.name for c in failing] == [MEMORY_CASE], result.feedback
-    assert failing[0].feedback == (f"your call {said} with which the grader measures the memory the call "
+    assert plain(failing[0].feedback) == (f"your call {said} with which the grader measures the memory the call "
                                    "allocates: leave it running")
 
 
@@ -414,14 +414,14 @@ def test_projections_that_are_not_nn_linear_are_named_with_what_they_are():
     failing = [c for c in result.cases if not c.passed]
     assert [c.name for c in failing] == ["E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear"]
     module = library("MultiHeadAttention").__name__
-    assert failing[0].feedback == (
+    assert plain(failing[0].feedback) == (
         f"your layer's W_q and W_v are not nn.Linear: W_q is a Projection ({module}.Projection), W_v is a "
         f"Projection ({module}.Projection); W_q, W_k, W_v and W_o must be nn.Linear modules (torch.nn.Linear or a "
         "subclass of it)")
     assert failing[0].cause == {"kind": "mismatch", "what": "module types"}
     # A layer whose W_q is a bare parameter and that has no W_o fails everywhere (its weights
     # cannot be loaded); the case on the types says what they are.
-    said = {c.name: c.feedback for c in judge.judge_in_process(exercise, _ParameterProjections).cases}
+    said = {c.name: plain(c.feedback) for c in judge.judge_in_process(exercise, _ParameterProjections).cases}
     assert said["E = kdim = vdim, Lq = Lk, no mask: W_q..W_o are nn.Linear"].startswith(
         "your layer's W_q and W_o are not nn.Linear: W_q is a Parameter (torch.nn.parameter.Parameter), W_o is "
         "None or missing;"), said
@@ -613,3 +613,85 @@ def test_a_softmax_shifted_by_the_row_minimum_loses_points():
     assert result.score < result.max_score
     assert [r.name for r in result.cases if not r.passed] == ["rows spanning -1e4 to 1e4"]
     assert "subtract each row's own max" not in result.feedback  # which rows fail says where, not what to change
+
+
+def _gqa_reading_the_cache_length_after_update():
+    from solutions import efficient as ref
+
+    class GQA(ref.GroupedQueryAttention):
+        def forward(self, x, mask=None, causal=False, cache=None):
+            q = self._split(self.W_q(x), self.num_heads)
+            k, v = self._split(self.W_k(x), self.num_kv_heads), self._split(self.W_v(x), self.num_kv_heads)
+            past = 0
+            if cache is not None:
+                k, v = cache.update(k, v)
+                past = len(cache)  # read after the update: the new tokens counted too
+            n_rep = self.num_heads // self.num_kv_heads
+            k, v = ref.repeat_kv(k, n_rep), ref.repeat_kv(v, n_rep)
+            allowed = None if mask is None else mask.to(torch.bool)
+            if causal:
+                lq, lk = q.shape[-2], k.shape[-2]
+                causal_ = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + past
+                allowed = causal_ if allowed is None else allowed & causal_
+            return self.W_o(ref.attention(q, k, v, allowed).transpose(-3, -2).flatten(-2))
+
+    return GQA
+
+
+def test_gqa_reading_len_cache_after_update_is_named_and_no_dtype_is_blamed():
+    learner = _gqa_reading_the_cache_length_after_update()
+    result = judge.judge_in_process(EXERCISES["GroupedQueryAttention"], learner)
+    failing = [r for r in result.cases if not r.passed]
+    assert failing and all("cache's length after it took the new keys" in (r.diagnosis or "") for r in failing), \
+        result.feedback
+    # Without that bug listed, no pair blames the dtype: the 1-token float32 case differs in the
+    # number of new tokens too (the code never reads the dtype).
+    result = judge.judge_in_process(without("GroupedQueryAttention", "after it took"), learner)
+    assert result.score < result.max_score
+    assert "float64" not in plain(result.feedback) and "Correct on" not in result.feedback, result.feedback
+
+
+def test_a_numpy_layer_putting_the_head_axis_first_is_told_where_its_axes_are(tmp_path):
+    runner = pytest.importorskip("autograder.grading.runner")
+    submission = edited_solutions(tmp_path, "layer", "return mask[:, None] if mask.ndim == 3 else mask",
+                                  "return mask[None] if mask.ndim == 3 else mask")
+    result = runner.grade_submission(submission, exercises=["multi_head_attention"]).exercises[0]
+    said = plain(result.feedback)
+    failing = [r.name for r in result.cases if not r.passed]
+    assert sorted(failing) == ["self-attention, mask (B, L, L) with fully masked rows",
+                               "self-attention, padding mask (B, 1, L)"], failing  # causal (Lq, Lk) and 4-D pass
+    assert "assumes" not in said and "RuntimeError" not in said, said  # the grader's proxy raised it, not their code
+    assert "Your call to scaled_dot_product_attention at layer.py line 29 passed arguments it cannot take (in 2 of 2" in said
+    for r in result.cases:
+        if not r.passed:
+            assert "has its size-1 axis first and an axis of size B = 2 second" in plain(r.feedback), r.feedback
+
+
+def _prune_indexing_w_o_bias(layer, heads):
+    from solutions import pruning as ref
+
+    heads, removed = {int(h) for h in heads}, getattr(layer, "pruned_heads", set())
+    surviving = [h for h in range(layer.num_heads + len(removed)) if h not in removed]
+    keep = [i for i, h in enumerate(surviving) if h not in heads]
+    index = (torch.tensor(keep)[:, None] * layer.head_dim + torch.arange(layer.head_dim)).flatten()
+    for linear in (layer.W_q, layer.W_k, layer.W_v):
+        ref._keep(linear, index, dim=0)
+    ref._keep(layer.W_o, index, dim=1)
+    if layer.W_o.bias is not None:  # the mistake: W_o's bias indexed like its input columns
+        layer.W_o.bias = torch.nn.Parameter(layer.W_o.bias[index].detach().clone())
+    layer.num_heads = len(keep)
+    layer.pruned_heads = removed | (heads & set(surviving))
+    return layer
+
+
+def test_prune_heads_indexing_w_o_bias_is_named_and_compared_after_every_call():
+    result = judge.judge_in_process(EXERCISES["prune_heads"], _prune_indexing_w_o_bias)
+    failing = [r for r in result.cases if not r.passed]
+    assert failing and all("W_o's bias pruned with its input columns" in (r.diagnosis or "") for r in failing)
+    # The harness's forward pass fails after the first call; the driver still makes every call the
+    # case describes, so the shapes compared are those after all of them (W_q is right: [12, 24]).
+    result = judge.judge_in_process(without("prune_heads", "W_o's bias"), _prune_indexing_w_o_bias)
+    said = {r.name: plain(r.feedback) for r in result.cases if not r.passed}
+    assert "W_q.weight" not in " ".join(said.values()), said
+    assert "W_o.bias is [12], expected [24]" in said["prune [3], then [2, 4] (original numbering)"], said
+    assert "values differ" not in plain(result.feedback), result.feedback  # shapes were compared, not values

@@ -29,6 +29,11 @@ def _mask_words(mask, scores) -> str | None:
         rows = "Lq" if shape[1] == scores[2] else "1"  # a (B, 1, Lk) padding mask, or (B, Lq, Lk)
         return (f"the mask {shape} = (B, {rows}, Lk) needs a head axis: (B, 1, {rows}, Lk), e.g. mask[:, None], "
                 f"to broadcast against the scores {scores} = (B, H, Lq, Lk)")
+    if (len(shape) == 4 == len(scores) and shape[0] == 1 and shape[1] == scores[0]
+            and _broadcasts((shape[1], 1) + shape[2:], scores)):  # (1, B, ., Lk): the head axis in front
+        return (f"the mask {shape} has its size-1 axis first and an axis of size B = {scores[0]} second, where the "
+                f"scores {scores} = (B, H, Lq, Lk) have the heads: a mask shared by the heads gets its head axis "
+                f"after the batch axis, (B, 1, {'Lq' if shape[2] == scores[2] else '1'}, Lk), e.g. mask[:, None]")
     return f"the mask {shape} does not broadcast against the scores {scores} = (..., Lq, Lk)"
 
 

@@ -59,7 +59,7 @@ def _rejected_call(message: str) -> str | None:
 # The kind of a mismatch, from the sentence that states it (grouping causes, never shown).
 _KINDS = (("where it must raise", "raises"), ("of the whole (..., Lq, Lk)", "peak memory"), ("the grader measures the memory", "memory unmeasured"),
           ("must be nn.Linear modules", "module types"),
-          ("has shape", "shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
+          ("has shape", "shape"), ("the shape of your layer's", "parameter shape"), ("dtype", "dtype"), (" is float", "dtype"), ("has NaN", "NaN"),
           ("has inf", "inf"), ("exactly 0 at masked", "masked"), ("fully masked row", "empty rows"),
           ("sum to one", "rows"), ("modified in place", "inputs"), ("returned", "form"),
           ("no gradient", "gradient"), ("expected an", "form"), ("could not run after your", "harness"))
@@ -72,6 +72,9 @@ def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
     if error is not None:
         if error.kind == "exception":  # the same exception type at the same line of the learner's code
             where = re.search(r"\((\S+), line (\d+)", error.message or "")
+            rejected = re.match(r"RuntimeError: the reference (\w+) raised ", error.message or "")
+            if rejected:  # a used exercise's refusal of the arguments: the RuntimeError is the grader's
+                return ("rejected", rejected[1], where and where.groups()), result.feedback
             return ("exception", (error.message or "").split(":")[0], where and where.groups()), result.feedback
         if not error.ran:  # said last (``summary.sentences``): it is about the grader, not the code
             return ("not run", error.message), result.feedback
@@ -88,7 +91,8 @@ def cause(result: CaseResult, error: CaseError | None, reasons: list[str]):
 # A mismatch's kind (``_KINDS``) as an immediately visible output names it: in the grader's
 # words only, never a value of the case.
 MISMATCH_WORDS = {
-    "shape": "the output has the wrong shape", "dtype": "the output has the wrong dtype",
+    "shape": "the output has the wrong shape", "parameter shape": "a parameter of your layer has the wrong shape",
+    "dtype": "the output has the wrong dtype",
     "NaN": "the output holds NaN", "inf": "the output holds inf",
     "masked": "masked positions are not exactly 0", "empty rows": "fully masked rows are not all zeros",
     "rows": "rows do not sum to one", "inputs": "an input was modified in place",

@@ -17,19 +17,31 @@ def _listed(items: list[str], last: str = "and") -> str:
 
 
 def _raised_at(error: CaseError | None) -> str | None:
-    """``ValueError at layer.py line 23 (`k = ...`)`` of an exception raised by the learner's line."""
+    """``raises ValueError at layer.py line 23 (`k = ...`)`` of an exception raised by the learner's line
+    (``passes f arguments it cannot take at ...`` where a used exercise refused its arguments)."""
     if error is None or error.kind != "exception":
         return None
     found = re.match(r"(\w+)\b.*\((\w+\.py), line (\d{1,7})(?:: (.*))?\)$", error.message or "", re.S)  # a line number, bounded
     if not found:
         return None
     kind, file, line, _ = found.groups()
+    rejected = _REJECTED.match(error.message or "")
     # The type and the file are the child's to say; the line's code is the grader's own read of
     # the submitted source at that line (``exchange.held_to_facts``), never the child's words.
     code = getattr(error, "source", "")
+    if rejected:  # the grader's own refusal of a used exercise's arguments: not an exception of the learner's code
+        verb = f"passes {slot(rejected[1], 60)} arguments it cannot take at "
+    else:
+        verb = f"raises {slot(kind, 60)} at "
     if not code:  # no such line in the submitted file: the number is the child's word alone, not said
-        return f"{slot(kind, 60)} at {slot(file, 40)}"
-    return f"{slot(kind, 60)} at {slot(file, 40)} line {line} (`{slot(code, 120)}`)"
+        return f"{verb}{slot(file, 40)}"
+    return f"{verb}{slot(file, 40)} line {line} (`{slot(code, 120)}`)"
+
+
+# A call of the learner's to a used exercise, answered by the reference, that could not take its
+# arguments (``causes._rejected_call``): the RuntimeError is the grader's, the learner's own
+# function would raise something else, so its type is never said as theirs.
+_REJECTED = re.compile(r"RuntimeError: the reference (\w+) raised ")
 
 
 # A case's features key marking it as an intervention: ``[name of the graded case it copies,
@@ -104,7 +116,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
                 bad = _listed(list(dict.fromkeys(features[g][feature] for g, _ in found
                                                  if _raised_at(_error(outputs[g])) == raised)), "or")
                 # The code's own trace (the line that raised) with the flip: what the hint is about.
-                out.append(f"With {bad} your code raises {raised}, and the same case with {good} instead passes "
+                out.append(f"With {bad} your code {raised}, and the same case with {good} instead passes "
                            f"({cases[f].name!r}, {feature} alone changed)" + (f"; {hint}." if hint else "."))
             else:
                 # Which inputs fail says where, not what: an observation, with no hint to change anything.
@@ -135,7 +147,7 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             hint = _hint(hints, bad, feature, outputs[f])
             raised = _raised_at(outputs[f] if isinstance(outputs[f], CaseError) else None)
             if raised:
-                out.append(f"With {bad} your code raises {raised}, while a case with {good}, other features the "
+                out.append(f"With {bad} your code {raised}, while a case with {good}, other features the "
                            f"same, passes ({cases[f].name!r} vs {cases[p].name!r})" + (f"; {hint}." if hint else "."))
             else:
                 out.append(f"{cases[f].name!r} fails and {cases[p].name!r} passes, and their inputs differ only in the "
@@ -264,6 +276,10 @@ def _general(key: tuple) -> str:
     the kind of mismatch, or the exception's type and the line that raised it."""
     if key[0] == "mismatch":
         return MISMATCH_WORDS.get(key[1], "")
+    if key[0] == "rejected":
+        where = key[2]
+        return f"your call to {slot(key[1], 60)}" + (f" at {slot(where[0], 40)} line {where[1]}" if where else "") + (
+            " passed arguments it cannot take")
     if key[0] == "exception" and key[1]:
         where = key[2]
         return f"raised {slot(key[1], 60)}" + (f" at {slot(where[0], 40)} line {where[1]}" if where else "")

@@ -90,7 +90,9 @@ def gqa_cases(rng):
                     "causal": "causal" if causal else "not causal", "dtype": dtype,
                     "bias": "bias=True" if bias else "bias=False",
                     "mask": "no mask" if mask is None else "a boolean mask",
-                    "cache": "new tokens after cached ones" if past else "no cache", "check": check}
+                    "cache": "new tokens after cached ones" if past else "no cache",
+                    # A pair of cases "differing only in" another feature must not differ in this one.
+                    "new tokens": "one new token" if new == 1 else "several new tokens", "check": check}
         return Case(name=name, driver="gqa_forward", inputs=inputs, rung=2 if past else rung, features=features,
                     properties=properties, **TOLERANCE[dtype])
 
@@ -121,7 +123,7 @@ class _GQA(ref.GroupedQueryAttention):
     """The reference layer with one step changed; each bug below sets one of these knobs."""
 
     tile = False
-    end_aligned = True
+    end_aligned = True  # "after update": with a cache, the offset is the cache's length after it took the new keys
     fill = "-inf"  # the reference's attention; "nan" leaves fully masked rows NaN
     kv_heads_full = False
 
@@ -142,8 +144,12 @@ class _GQA(ref.GroupedQueryAttention):
         allowed = None if mask is None else mask.to(torch.bool)
         if causal:
             lq, lk = q.shape[-2], k.shape[-2]
-            mask_ = (ref.causal_allowed(lq, lk) if self.end_aligned
-                     else torch.ones(lq, lk, dtype=torch.bool).tril())  # start-aligned: wrong with a cache
+            if self.end_aligned == "after update":  # query i sees key j iff j <= i + Lk: every key
+                offset = lk if cache is not None else 0
+                mask_ = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + offset
+            else:
+                mask_ = (ref.causal_allowed(lq, lk) if self.end_aligned
+                         else torch.ones(lq, lk, dtype=torch.bool).tril())  # start-aligned: wrong with a cache
             allowed = mask_ if allowed is None else allowed & mask_
         if self.fill == "nan" and allowed is not None:
             scores = (q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)).masked_fill(~allowed, float("-inf"))
@@ -178,6 +184,10 @@ GROUPED_QUERY_ATTENTION = Exercise(
         "your causal mask is aligned to the start of the keys: with a cache, the new tokens are the "
         "last Lq of Lk positions, so query i may see key j iff j <= i + (Lk - Lq)":
             _gqa_bug("StartAlignedMask", end_aligned=False),
+        "with a cache, your output matches the reference's with a causal mask that lets query i see key j iff "
+        "j <= i + Lk, i.e. every key, the later new tokens' too: as if the offset were the cache's length after it "
+        "took the new keys (Lk) rather than before (Lk - Lq)":
+            _gqa_bug("OffsetAfterUpdate", end_aligned="after update"),
         "your layer gives NaN on fully masked rows: they must give a zero output": _gqa_bug("NaNRows", fill="nan"),
         "your W_k and W_v project to num_heads * head_dim features: they project to "
         "num_kv_heads * head_dim": (_gqa_bug("FullSizeKV", kv_heads_full="keeps num_kv_heads"),

@@ -62,7 +62,7 @@ def prune_cases(rng):
 
 
 def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_heads=False, positions=False,
-           biases=True, new_linear=False):
+           biases=True, new_linear=False, o_bias=False):
     """The reference with one step changed; each bug below is one setting of these knobs."""
     heads, removed = {int(h) for h in heads}, getattr(layer, "pruned_heads", set())
     # Without num_heads kept up to date, the count of original heads is lost too.
@@ -77,14 +77,14 @@ def _prune(layer, heads, *, o_rows=False, only_q=False, prune_o=True, keep_num_h
         for linear in (layer.W_q,) if only_q else (layer.W_q, layer.W_k, layer.W_v):
             _select(linear, index, 0, biases, new_linear)
         if prune_o:
-            _select(layer.W_o, index, 0 if o_rows else 1, biases, new_linear)
+            _select(layer.W_o, index, 0 if o_rows else 1, biases, new_linear, o_bias)
     if not keep_num_heads:
         layer.num_heads = len(keep)
     layer.pruned_heads = removed | {surviving[i] for i in range(len(surviving)) if i not in keep}
     return layer
 
 
-def _select(linear, index, dim, biases=True, new_linear=False):
+def _select(linear, index, dim, biases=True, new_linear=False, o_bias=False):
     if new_linear:  # a fresh nn.Linear (float32 by default) with the kept weights copied in
         fresh = nn.Linear(*linear.weight.index_select(dim, index).shape[::-1], bias=linear.bias is not None)
         with torch.no_grad():
@@ -95,7 +95,7 @@ def _select(linear, index, dim, biases=True, new_linear=False):
         linear.out_features, linear.in_features = linear.weight.shape
         return
     linear.weight = nn.Parameter(linear.weight.index_select(dim, index).clone())
-    if dim == 0 and biases and linear.bias is not None:
+    if (dim == 0 or o_bias) and biases and linear.bias is not None:  # o_bias: W_o's bias indexed like its columns
         linear.bias = nn.Parameter(linear.bias[index].clone())
     linear.out_features, linear.in_features = linear.weight.shape
 
@@ -132,6 +132,10 @@ def prune_biases_kept(layer, heads):
     return _prune(layer, heads, biases=False)
 
 
+def prune_o_bias_too(layer, heads):
+    return _prune(layer, heads, o_bias=True)
+
+
 PRUNE_HEADS = Exercise(
     id="prune_heads",
     cases=prune_cases,
@@ -156,6 +160,8 @@ PRUNE_HEADS = Exercise(
         "the original layer, so map them through pruned_heads (and ignore those already removed)": prune_positions,
         "your layer matches biases left unpruned: b_q, b_k and b_v lose the same entries as their weight rows":
             prune_biases_kept,
+        "your layer matches W_o's bias pruned with its input columns: W_o's bias belongs to its output "
+        "features (embed_dim), which pruning heads leaves alone; only its weight loses columns": prune_o_bias_too,
         # huggingface/transformers' prune_linear_layer (pytorch_utils.py) builds the new layer with
         # nn.Linear(...).to(device): float32 whatever the old weights were.
         "your pruned layer's weights are float32 in a float64 layer: new nn.Linear layers take the default "

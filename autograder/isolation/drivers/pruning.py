@@ -56,7 +56,9 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
     and after every step the pruned layer's output on ``(query, key, value)``, which the
     reference makes equal to the unpruned layer's output with those heads masked. When the
     harness's forward pass fails on the pruned layer, ``_harness`` says so (the structure
-    above says why).
+    above says why), and the remaining steps are still applied, without a forward pass: the
+    structure returned is always the one after every step, as the case's calls describe it, so
+    it is compared with the reference's after the same steps, never a state reached earlier.
     """
     torch, _ = torch_nn()
     layer = HarnessAttention(config["embed_dim"], config["num_heads"], kdim=config.get("kdim"),
@@ -67,13 +69,14 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
     data, outs, same = {}, {}, True
     for heads in steps:
         same = same and prune(layer, list(heads)) is layer
+        if "_harness" in data:  # no forward pass after the first that failed; the pruning goes on
+            continue
         try:
             with torch.no_grad():
                 outs[f"the output after pruning heads {list(heads)}"] = plain(layer(q, k, v)[0])[0]
         except Exception as err:  # the pruned layer does not run: its dtypes and shapes below say why
             data["_harness"] = (f"the grader's {dtype} layer could not run after your prune_heads(layer, "
                                 f"{list(heads)}): {type(err).__name__}: {str(err)[:200]}")
-            break
     data["param_dtypes"] = {name: str(getattr(p, "dtype", "?")).replace("torch.", "")
                             for name, p in _named_tensors(layer)}
     data["param_shapes"] = param_shapes(layer)
