@@ -272,6 +272,83 @@ PLANTED["importance summed with its signs"] = lambda: check_importance_is_the_me
     digits.load_model(MultiHeadAttention), _signed_importance)
 
 
+def check_the_removal_orders(iterative_order, results, num_random, band):
+    """Chapter 6's orders: "by importance, iterative: after each removal recompute the importance, with
+    the removed heads masked (head_mask), and remove the least important of the rest"; "The iterative
+    orders need the importance fifteen times over"; "random: 50 random orders, their mean and the band
+    that holds the central 90 % of them"; "reverse: the most important head first (the static order
+    backwards)"."""
+    class _Model:
+        num_layers, num_heads = 4, 4
+
+    rng = np.random.default_rng(2)
+    base = torch.from_numpy(rng.random((4, 4)))
+    calls = []
+
+    def importance(model, data, loss, head_mask=None):
+        calls.append(head_mask.clone())
+        # the scores move with what was removed: the order must come from each new call
+        return base + 0.3 * (1 - head_mask).sum() * torch.from_numpy(rng.random((4, 4)))
+
+    order = iterative_order(_Model(), importance, None)
+    assert len(calls) == 15 and len(order) == 16 == len(set(order))
+    for i, mask in enumerate(calls):
+        assert {(l, h) for l in range(4) for h in range(4) if mask[l, h] == 0} == set(order[:i])
+    assert num_random == 50
+    random = rng.random((50, 17))
+    mean, low, high = band(random)
+    assert np.allclose(mean, random.mean(0))
+    assert np.allclose((random >= low).mean(0), 0.95, atol=0.021) and np.allclose((random <= high).mean(0), 0.95, atol=0.021)
+    for seed, curves in results.items():
+        assert curves["orders"]["reverse"] == curves["orders"]["static"][::-1], seed
+
+
+def test_the_removal_orders():
+    check_the_removal_orders(removal.iterative_order, _results(), removal.NUM_RANDOM, removal.random_band)
+
+
+def _static_order(model, importance, data, loss=None):
+    """Planted: computes the scores once and never again."""
+    scores = importance(model, data, loss, head_mask=torch.ones(model.num_layers, model.num_heads))
+    return removal.order_by_score(scores)
+
+
+PLANTED["an 'iterative' order scored once"] = lambda: check_the_removal_orders(
+    _static_order, _results(), removal.NUM_RANDOM, removal.random_band)
+PLANTED["a band of the central 50 %"] = lambda: check_the_removal_orders(
+    removal.iterative_order, _results(), removal.NUM_RANDOM, lambda r: removal.random_band(r, level=0.5))
+
+
+def check_pruning_keeps_each_head_s_rows(prune):
+    """"Head h owns the features h*d to (h+1)*d - 1 of the projections: the output rows of W_q, W_k, W_v
+    (nn.Linear stores its weight as (out, in)) and their biases, and the input columns of W_o": after
+    pruning, the layer holds exactly the kept heads' rows and columns, in order."""
+    torch.manual_seed(8)
+    layer = MultiHeadAttention(12, 4).double()
+    original = copy.deepcopy(layer)
+    prune(layer, [1, 3])
+    d, kept = 3, [0, 2]
+    rows = torch.cat([torch.arange(h * d, (h + 1) * d) for h in kept])
+    for name in ("W_q", "W_k", "W_v"):
+        assert torch.equal(getattr(layer, name).weight, getattr(original, name).weight[rows])
+        assert torch.equal(getattr(layer, name).bias, getattr(original, name).bias[rows])
+    assert torch.equal(layer.W_o.weight, original.W_o.weight[:, rows])
+    assert torch.equal(layer.W_o.bias, original.W_o.bias)
+
+
+def test_pruning_keeps_each_head_s_rows():
+    from solutions.pruning import prune_heads
+    check_pruning_keeps_each_head_s_rows(prune_heads)
+
+
+def _prune_the_other_heads(layer, heads):
+    from solutions.pruning import prune_heads
+    return prune_heads(layer, [h for h in range(layer.num_heads) if h not in heads][:len(heads)])
+
+
+PLANTED["pruning the wrong heads"] = lambda: check_pruning_keeps_each_head_s_rows(_prune_the_other_heads)
+
+
 # ------------------------------------------------------------------ every chapter: "Check it with check(...) below"
 
 CHECK_SENTENCE = re.compile(r"Check it with `check\(\"(\w+)\"\)` below, or `make grade`\.")
