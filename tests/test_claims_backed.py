@@ -1304,6 +1304,29 @@ def test_attention_imports_masked_softmax():
 PLANTED["a stub without the import"] = lambda: check_attention_imports_masked_softmax("import numpy as np\n")
 
 
+# ------------------------------------------------------------------ the learner guide: which code a notebook runs
+
+def check_the_build_and_the_tests_run_the_references(makefile, conftest, pyproject):
+    """"make book and make test set MHA_BACKEND=solutions (the Makefile and the root conftest.py), so
+    the published book shows every cell executed against the reference solutions in solutions/, and
+    nbval checks that every chapter runs cleanly against them"."""
+    book = re.search(r"^book:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert book and "MHA_BACKEND=solutions" in book.group(1) and "jupyter-book build" in book.group(1)
+    assert re.search(r"^os\.environ\[\"MHA_BACKEND\"\] = \"solutions\"", conftest, re.M)
+    test = re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert test and "pytest" in test.group(1)
+    assert re.search(r"^addopts = .*--nbval", pyproject, re.M)
+
+
+def test_the_build_and_the_tests_run_the_references():
+    check_the_build_and_the_tests_run_the_references(
+        (ROOT / "Makefile").read_text(), (ROOT / "conftest.py").read_text(), (ROOT / "pyproject.toml").read_text())
+
+
+PLANTED["a conftest that leaves the backend alone"] = lambda: check_the_build_and_the_tests_run_the_references(
+    (ROOT / "Makefile").read_text(), "import os\n", (ROOT / "pyproject.toml").read_text())
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):

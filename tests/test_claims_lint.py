@@ -43,7 +43,7 @@ def _chapter(tmp_path, name, *markdown):
 UNREVIEWED_CEILING = {
     "01_attention.ipynb": 11, "02_masking.ipynb": 24, "03_heads.ipynb": 5, "04_layer.ipynb": 11,
     "05_looking_at_heads.ipynb": 15, "06_pruning.ipynb": 29, "07_beyond.ipynb": 16, "08_language_model.ipynb": 19,
-    "guides/contributor.md": 16, "guides/instructor.md": 40, "guides/learner.md": 17, "guides/term.md": 26,
+    "guides/contributor.md": 11, "guides/instructor.md": 40, "guides/learner.md": 10, "guides/term.md": 16,
 }
 
 
