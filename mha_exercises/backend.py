@@ -43,7 +43,9 @@ def load(module: str):
         package = BACKENDS["solutions"]
     try:
         refresh(package)
-        return importlib.import_module(f"{package}.{module}")
+        found = importlib.import_module(f"{package}.{module}")
+        _reach()
+        return found
     except ModuleNotFoundError as err:
         if package == "solutions" and err.name in ("solutions", f"solutions.{module}"):
             raise ModuleNotFoundError(
@@ -57,20 +59,34 @@ def load(module: str):
 
 _PUBLISHED: set[str] = set()  # modules this kernel runs from the published references instead
 
+# The chapter of each exercise module: a module's imports from a module of an earlier chapter are
+# that chapter's exercises, which prerequisite() follows (tests/test_learner_notebooks.py checks
+# this against autograder/spec.py).
+CHAPTER = {"attention": 1, "masking": 2, "heads": 3, "layer": 4, "analysis": 5, "pruning": 6,
+           "efficient": 7, "language_model": 8}
 
-def prerequisite(module: str, *names: str):
+
+def prerequisite(module: str, *names: str, _chapter: int | None = None):
     """An earlier chapter's module, for the exercises of it that this chapter uses (``names``).
 
     With your code (``MHA_BACKEND`` unset), where one of ``names`` is still a stub in
     ``mha_exercises/<module>.py``: if the reference of that module is installed (your instructor
     published it, after its deadline), the chapter runs with it, from now on also wherever the
-    chapter's support code loads the module, and says so; if not, it says what to do first, and
-    the chapter stops at the first cell that uses it, with that exercise's own error."""
+    chapter's support code loads the module or one of your modules imports from it, and says so;
+    if not, it says what to do first, and the chapter stops at the first cell that uses it, with
+    that exercise's own error. Where your ``<module>.py`` is done, the same holds for what it
+    imports from a module of a chapter before it (``layer.py``'s ``scaled_dot_product_attention``)."""
     found = load(module)
     if backend() != "learner":
         return found
     todo = stubs(found.__file__, names) if module not in _PUBLISHED else {}
-    if module in _PUBLISHED or not todo:
+    if module in _PUBLISHED:
+        return found
+    if not todo:  # yours, done: what it imports from earlier chapters must run too
+        chapter = CHAPTER.get(module, 0) if _chapter is None else _chapter
+        for origin, imported in imported_names(_read(found.__file__) or "", BACKENDS["learner"]).items():
+            if origin != module and CHAPTER.get(origin, chapter) < chapter:
+                prerequisite(origin, *sorted(imported), _chapter=chapter)
         return found
     try:
         importlib.import_module(f"{BACKENDS['solutions']}.{module}")
@@ -83,6 +99,44 @@ def prerequisite(module: str, *names: str):
     print(f"Not done yet: {', '.join(todo)} in mha_exercises/{module}.py. This chapter runs the published "
           f"reference solutions of {module}.py instead (yours again in a new kernel once it is done).")
     return load(module)
+
+
+def _reach() -> None:
+    """In your modules the kernel has imported, the names they import from a module it runs from
+    the published references are the references' (``from .attention import ...`` bound yours)."""
+    if not _PUBLISHED:
+        return
+    for module in loaded(BACKENDS["learner"]).values():
+        for origin, names in imported_names(_read(module.__file__) or "", BACKENDS["learner"]).items():
+            if origin not in _PUBLISHED:
+                continue
+            reference = importlib.import_module(f"{BACKENDS['solutions']}.{origin}")
+            for name in names:
+                if name == origin:  # `from . import attention`
+                    setattr(module, name, reference)
+                elif hasattr(reference, name):
+                    setattr(module, name, getattr(reference, name))
+
+
+def imported_names(source: str, package: str) -> dict[str, set[str]]:
+    """The names ``source`` imports from each of the package's modules, by short module name
+    (``from .attention import softmax`` -> ``{"attention": {"softmax"}}``; ``from . import
+    heads`` -> ``{"heads": {"heads"}}``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if (node.level == 1 and not node.module) or (node.level == 0 and node.module == package):
+            for a in node.names:
+                found.setdefault(a.name, set()).add(a.name)
+        elif node.level == 1 or (node.level == 0 and (node.module or "").startswith(package + ".")):
+            origin = node.module.split(".")[0] if node.level == 1 else node.module.split(".")[1]
+            found.setdefault(origin, set()).update(a.name for a in node.names if a.name != "*")
+    return {origin: names for origin, names in found.items() if origin not in OWN}
 
 
 def stubs(path: str, names=()) -> dict[str, str]:

@@ -141,6 +141,119 @@ def test_with_the_stubs_a_chapter_stops_at_an_exercise_of_its_own(name, tmp_path
         assert "runs the published reference solutions" in said
 
 
+# ------------------------------------------------- what a chapter runs of the earlier chapters
+
+
+def _setup_calls(path: Path) -> tuple[set[str], dict[str, set[str]]]:
+    """The modules a chapter load()s (its own) and, by module, the exercises it names in its
+    prerequisite() calls."""
+    own, named = set(), {}
+    for source in _code(path):
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("load", "prerequisite"):
+                args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+                if node.func.id == "load":
+                    own.add(args[0])
+                else:
+                    named.setdefault(args[0], set()).update(args[1:])
+    return own, named
+
+
+def _reached(module: str, chapter: int, own: set[str]) -> dict[str, set[str]]:
+    """The earlier chapters' exercises ``mha_exercises/<module>.py`` imports, transitively: the
+    modules of chapters before ``chapter`` (prerequisite()'s rule), never the chapter's own."""
+    from autograder.spec import INFO
+
+    found: dict[str, set[str]] = {}
+    source = (ROOT / "mha_exercises" / f"{module}.py").read_text()
+    for origin, names in backend.imported_names(source, "mha_exercises").items():
+        if origin in own or backend.CHAPTER[origin] >= chapter:
+            continue
+        exercises = {n for n in names if n in INFO}
+        if exercises:
+            found.setdefault(origin, set()).update(exercises)
+            for deeper, more in _reached(origin, chapter, own).items():
+                found.setdefault(deeper, set()).update(more)
+    return found
+
+
+def test_the_chapter_of_each_module_is_the_course_list_s():
+    from autograder.spec import COURSE
+
+    assert {e.module: e.chapter for e in COURSE} == backend.CHAPTER
+
+
+@pytest.mark.parametrize("path", CHAPTERS[1:], ids=lambda p: p.name)
+def test_the_box_names_every_earlier_exercise_the_chapter_runs(path):
+    """What a chapter runs of earlier chapters, derived from its load()/prerequisite() calls and
+    the imports of the modules they load: each is named in its "Before this chapter" box, and
+    prerequisite() reaches each (named in a call, or imported by a module a call names, which
+    prerequisite() follows), so a stub there is said at the top and a published reference used."""
+    chapter = int(path.name[:2])
+    own, named = _setup_calls(path)
+    needed = {(m, n) for m, names in named.items() for n in names}
+    reached = set(needed)
+    for module in own | set(named):
+        for origin, names in _reached(module, chapter, own).items():
+            needed |= {(origin, n) for n in names}
+            if module in named:  # prerequisite() follows the imports of the module it is given
+                reached |= {(origin, n) for n in names}
+    assert needed <= reached, f"{path.name}: no prerequisite() call reaches {sorted(needed - reached)}"
+    boxes = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+             if c["cell_type"] == "markdown" and "Before this chapter" in "".join(c["source"])]
+    assert len(boxes) == 1, f"{path.name}: {len(boxes)} 'Before this chapter' boxes"
+    missing = sorted(n for _, n in needed if f"`{n}`" not in boxes[0])
+    assert not missing, f"{path.name}: the box leaves out {missing}"
+
+
+def test_a_published_earlier_chapter_reaches_the_learner_s_own_layer(tmp_path):
+    """The newcomer's chapter 4 (issue 47): chapters 1-3 stubs, their references published, the
+    learner's layer.py done (it imports .attention and .heads): the layer runs with the references
+    and says so; in chapter 5's way (prerequisite("layer")) too."""
+    import shutil
+    import subprocess
+
+    package = tmp_path / "mha_exercises"
+    shutil.copytree(ROOT / "mha_exercises", package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "layer.py").write_text((ROOT / "solutions" / "layer.py").read_text())  # done
+    for stub in ("attention", "masking", "heads"):
+        assert backend.stubs(str(package / f"{stub}.py")), f"{stub}.py of this checkout is no stub"
+    script = r"""
+import numpy as np
+import solutions.layer
+import mha_exercises
+from mha_exercises import backend
+from mha_exercises.backend import load, prerequisite
+assert mha_exercises.__file__.startswith(%r), mha_exercises.__file__
+attention = prerequisite("attention", "softmax", "scaled_dot_product_attention")
+masking = prerequisite("masking", "padding_mask", "causal_mask", "masked_softmax")
+heads = prerequisite("heads", "split_heads", "merge_heads")
+layer = load("layer")
+assert layer.__name__ == "mha_exercises.layer", layer.__name__
+rng = np.random.default_rng(0)
+x = rng.standard_normal((2, 5, 8))
+params = {n: rng.standard_normal((8, 8)) for n in ("W_q", "W_k", "W_v", "W_o")}
+mask = masking.causal_mask(5)
+out, weights = layer.multi_head_attention(x, x, x, params, 2, mask)
+want, want_weights = solutions.layer.multi_head_attention(x, x, x, params, 2, mask)
+assert np.array_equal(out, want) and np.array_equal(weights, want_weights)
+backend._PUBLISHED.clear()
+import importlib, mha_exercises.layer
+importlib.reload(mha_exercises.layer)  # binds the stubs again
+prerequisite("layer", "MultiHeadAttention")  # chapter 5's call: follows layer.py's imports
+assert mha_exercises.layer.split_heads is __import__("solutions.heads").heads.split_heads
+assert mha_exercises.layer.scaled_dot_product_attention.__module__ == "solutions.attention"
+print("RAN")
+""" % str(package)
+    env = {k: v for k, v in os.environ.items() if k != "MHA_BACKEND"}
+    env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=tmp_path)
+    assert run.returncode == 0 and "RAN" in run.stdout, run.stdout + run.stderr
+    for module in ("attention", "masking", "heads"):
+        assert f"runs the published reference solutions of {module}.py" in run.stdout, run.stdout
+
+
 # ------------------------------------------------------------------------- the heavy bench
 
 
