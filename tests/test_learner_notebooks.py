@@ -254,6 +254,19 @@ print("RAN")
         assert f"runs the published reference solutions of {module}.py" in run.stdout, run.stdout
 
 
+def test_the_intro_sends_a_learner_to_the_quick_start_before_the_developer_commands():
+    """The book's first page: a learner's setup is the learner guide's quick start (the learner
+    set, JupyterLab); `make book`/`make test` install the full set and are for instructors and
+    contributors, said so where they appear."""
+    intro = (BOOK / "intro.md").read_text()
+    setup = intro.split("## Setting up", 1)[1].split("\n## ", 1)[0]
+    assert "(quick-start)" in setup, "the intro's setup does not link the learner quick start"
+    assert "(quick-start)=" in (BOOK / "guides" / "learner.md").read_text()
+    first_make = setup.index("make book")
+    assert setup.index("(quick-start)") < first_make
+    assert re.search(r"instructors and contributors", setup[:first_make], re.I), setup[:first_make]
+
+
 # ------------------------------------------------------------------------- the heavy bench
 
 
