@@ -898,6 +898,24 @@ def test_pytorch_layer_takes_the_inverted_mask():
 PLANTED["the course's mask passed as is"] = lambda: check_pytorch_layer_takes_the_inverted_mask(lambda m: m)
 
 
+def check_the_first_try_rows(namespace):
+    """Chapter 2's cell f9f0281f: "the fully masked row (query 1) is ..." and, of the same rows in cell
+    02-033, "keys 2 and 3 are masked in every row"."""
+    mask = namespace["row_mask"]
+    assert mask.shape == (2, 4) and not mask[1].any() and mask[0].any()
+    assert not mask[:, 2:].any()
+
+
+def test_the_first_try_rows():
+    from solutions import masking
+    check_the_first_try_rows(_chapter_cell("02_masking.ipynb", "f9f0281f",
+                                           {"np": np, "masking": masking, "print": lambda *a, **k: None}))
+
+
+PLANTED["rows with key 2 allowed"] = lambda: check_the_first_try_rows(
+    {"row_mask": np.array([[True, True, True, False], [False] * 4])})
+
+
 # ------------------------------------------------------------------ chapter 4: the layer
 
 def check_a_missing_bias_is_no_bias(mha):
@@ -963,6 +981,31 @@ class _MaskAsIs(MultiHeadAttention):
 
 
 PLANTED["a layer reading True as ignore"] = lambda: check_an_empty_item_beside_a_full_one(_MaskAsIs)
+
+
+def check_a_mask_is_shared_by_the_heads(layer_cls):
+    """Chapter 4's layer: "mask is boolean, True = may attend; (Lq, Lk) and (B, Lq, Lk) masks are shared
+    by all heads": every head's weights are zero exactly where the mask is False, and an (Lq, Lk) mask
+    is the (B, Lq, Lk) one repeated over the batch."""
+    torch.manual_seed(9)
+    layer = layer_cls(12, 3).double().eval()
+    q, kv = torch.randn(2, 4, 12, dtype=torch.float64), torch.randn(2, 5, 12, dtype=torch.float64)
+    mask = torch.rand(4, 5) < 0.6
+    mask[:, 0] = True
+    with torch.no_grad():
+        out2, w2 = layer(q, kv, kv, mask=mask)
+        out3, w3 = layer(q, kv, kv, mask=mask.expand(2, 4, 5))
+    torch.testing.assert_close(out2, out3)
+    torch.testing.assert_close(w2, w3)
+    assert (w2[:, :, ~mask] == 0).all() and (w2[:, :, mask] > 0).all()
+    torch.testing.assert_close(w2.sum(-1), torch.ones(2, 3, 4, dtype=torch.float64))
+
+
+def test_a_mask_is_shared_by_the_heads():
+    check_a_mask_is_shared_by_the_heads(MultiHeadAttention)
+
+
+PLANTED["a layer reading True as ignore, shared mask"] = lambda: check_a_mask_is_shared_by_the_heads(_MaskAsIs)
 
 
 class _NoPlots:

@@ -41,8 +41,8 @@ def _chapter(tmp_path, name, *markdown):
 # The unreviewed sentences of each document when the lint began reading everything (issue 44): the
 # count may fall, never rise. Lower a ceiling when you back sentences; the goal is 0.
 UNREVIEWED_CEILING = {
-    "01_attention.ipynb": 11, "02_masking.ipynb": 24, "03_heads.ipynb": 5, "04_layer.ipynb": 11,
-    "05_looking_at_heads.ipynb": 15, "06_pruning.ipynb": 29, "07_beyond.ipynb": 16, "08_language_model.ipynb": 19,
+    "01_attention.ipynb": 11, "02_masking.ipynb": 22, "03_heads.ipynb": 4, "04_layer.ipynb": 9,
+    "05_looking_at_heads.ipynb": 14, "06_pruning.ipynb": 29, "07_beyond.ipynb": 15, "08_language_model.ipynb": 19,
     "guides/contributor.md": 11, "guides/instructor.md": 40, "guides/learner.md": 10, "guides/term.md": 16,
 }
 
