@@ -695,3 +695,47 @@ def test_prune_heads_indexing_w_o_bias_is_named_and_compared_after_every_call():
     assert "W_q.weight" not in " ".join(said.values()), said
     assert "W_o.bias is [12], expected [24]" in said["prune [3], then [2, 4] (original numbering)"], said
     assert "values differ" not in plain(result.feedback), result.feedback  # shapes were compared, not values
+
+
+@pytest.mark.parametrize("stem", ["hf_bertology", "mlm_rewiring_zero_grad"])
+def test_bertology_s_importance_loop_is_named_by_all_three_of_its_departures(stem):
+    path = Path(__file__).parent / "outside" / "head_importance" / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"outside_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = judge.judge_in_process(EXERCISES["head_importance"], module.head_importance)
+    failing = [r for r in result.cases if not r.passed]
+    assert failing and all("never reset, so the gradients accumulate" in (r.diagnosis or "") for r in failing), \
+        result.feedback
+
+
+def test_a_padding_mask_sized_by_the_longest_length_is_named_where_it_returns():
+    def padding_mask(valid_lens, num_keys):  # get_mask_from_lengths: arange(max(lengths)), num_keys unused
+        lengths = torch.as_tensor(np.asarray(valid_lens))
+        mask = (torch.arange(int(lengths.max())) < lengths.unsqueeze(1)).numpy()
+        return mask[:, None, :] if lengths.ndim == 1 else mask
+
+    result = judge.judge_in_process(EXERCISES["padding_mask"], padding_mask)
+    named = [r for r in result.cases if "num_keys = max(valid_lens)" in (r.diagnosis or "")]
+    assert named and all(not r.passed for r in named), result.feedback
+    # The (B, Lq) cases raise in the learner's code: the bug is not claimed there.
+    assert all(r.diagnosis is None for r in result.cases if "raised" in plain(r.feedback)), result.feedback
+
+
+def _outside(exercise_id, stem):
+    path = Path(__file__).parent / "outside" / exercise_id / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"outside_{exercise_id}_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("stem, said, where", [
+    ("nanogpt_generate", "drawn from torch's global generator instead of the generator passed in", "sampled"),
+    ("transformerstudy_always_sample", "sampling at temperature 1 whatever the temperature", "")])
+def test_nanogpt_style_generate_loops_are_named_where_their_tokens_are_theirs(stem, said, where):
+    result = judge.judge_in_process(EXERCISES["generate"], _outside("generate", stem).generate)
+    named = [r for r in result.cases if said in (r.diagnosis or "")]
+    assert named and all(not r.passed and r.name.startswith(where) for r in named), result.feedback
+    # Greedy nanoGPT divides by a temperature of 0 and raises: those cases are told the exception, no bug.
+    assert all(r.diagnosis is None for r in result.cases if "raised" in plain(r.feedback)), result.feedback

@@ -83,8 +83,16 @@ def generate_cases(rng):
 
 def _generate(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True, *, new_only=False,
               position=-1, temp="divide", use_generator=True, feed="new", always_greedy=False, softmax_dim=-1,
-              count=0):
-    """The reference with one step changed; each bug below sets one knob."""
+              count=0, cache_ignored=False, always_sample=False):
+    """The reference with one step changed; each bug below sets one knob (two or three for a
+    published loop copied as it stands). ``cache_ignored``: no caches, the whole sequence at
+    every step, always sampled; ``always_sample``: sampled at temperature 1 whatever the temperature."""
+    temperature = 1.0 if always_sample else temperature
+    if cache_ignored:  # nanoGPT's loop: the model on the whole sequence at each step, never before the first
+        for _ in range(max_new_tokens):
+            probs = torch.softmax(model(prompt)[:, -1, :] / temperature, dim=-1)
+            prompt = torch.cat([prompt, torch.multinomial(probs, 1, generator=generator if use_generator else None)], 1)
+        return prompt
     tokens = prompt
     caches = model.new_caches() if use_cache else None
     logits = model(tokens, caches=caches)
@@ -149,6 +157,17 @@ GENERATE = Exercise(
             _generate_bug("always_greedy", always_greedy=True),
         "your softmax runs over the batch axis: it runs over the vocabulary (dim=-1)":
             _generate_bug("softmax_over_batch", softmax_dim=0),
+        # karpathy/nanoGPT's GPT.generate (and the many loops copied from it) as it stands: no generator
+        # argument, no cache; at temperature 0 it divides by zero and raises, so only its sampled cases match.
+        "your sampled tokens match the reference's drawn from torch's global generator instead of the "
+        "generator passed in (pass generator=generator to torch.multinomial), and your generate does not use "
+        "the cache as asked (one call on the prompt with model.new_caches(), then one new token per call)":
+            _generate_bug("nanogpt", use_generator=False, cache_ignored=True),
+        "your tokens match sampling at temperature 1 whatever the temperature (never greedy at temperature 0, "
+        "never divided by it), from torch's global generator instead of the generator passed in, and your "
+        "generate does not use the cache as asked (one call on the prompt with model.new_caches(), then one "
+        "new token per call)": _generate_bug("always_sampled", use_generator=False, cache_ignored=True,
+                                             always_sample=True),
         "your generate adds one token too many": _generate_bug("one_too_many", count=1),
         "your generate adds one token too few": _generate_bug("one_too_few", count=-1),
     },

@@ -132,7 +132,10 @@ def importance_cases(rng):
 def _importance(model, batches, loss_fn, normalize=True, head_mask=None, *, signed=False, axis=1,
                 masked_in_norm=False, weighted=True, abs_after_sum=False, ignore_mask=False, not_reset=False,
                 per_token=None, min_max=False, always_normalise=False, global_norm=False, in_place=False):
-    """The reference with one step changed; each bug below is one setting of these knobs."""
+    """The reference with one step changed; each bug below is one setting of these knobs.
+    ``weighted``: True (each batch's |gradient| times its size, over the examples), False (a mean
+    over batches), "in_loss" (the loss scaled by the batch size) or "sum" (|gradients| summed, over
+    the examples or tokens)."""
     shape = (model.num_layers, model.num_heads)
     mask = torch.ones(shape) if head_mask is None or ignore_mask else head_mask.detach().float()
     gate = head_mask.requires_grad_(True) if in_place and head_mask is not None else mask.clone().requires_grad_(True)
@@ -232,6 +235,15 @@ HEAD_IMPORTANCE = Exercise(
             _importance_bug("grad_not_reset_unweighted", not_reset=True, weighted=False),
             # huggingface/transformers' run_bertology.py: (loss * len(y)).backward(), |.grad| summed
             _importance_bug("grad_not_reset_weighted_in_loss", not_reset=True, weighted="in_loss")),
+        # run_bertology.py as it stands: all three of its departures at once (a learner who copies
+        # it matches none of the single bugs above on every case).
+        "your scores match |head_mask.grad| summed over the batches with the gate's .grad never reset, so the "
+        "gradients accumulate (each batch adds the running sum of the earlier gradients: reset it, gate.grad = None, or use "
+        "torch.autograd.grad), divided by the number of tokens (examples x patches) instead of examples, "
+        "with the removed heads' scores kept (they must be 0)": (
+            _importance_bug("bertology", not_reset=True, weighted="sum", per_token=0, masked_in_norm=True),
+            _importance_bug("bertology_with_class_token", not_reset=True, weighted="sum", per_token=1,
+                            masked_in_norm=True)),
         "your scores match a mean over tokens instead of examples: divide by the number of examples, "
         "not examples x sequence length": (_importance_bug("per_token", per_token=1),
                                            _importance_bug("per_patch", per_token=0)),

@@ -71,6 +71,11 @@ def padding_mask_query_axis_always(valid_lens, num_keys):
     return _padding(valid_lens, num_keys, query_axis=False)[:, None]
 
 
+def padding_mask_longest_length(valid_lens, num_keys):
+    valid_lens = np.asarray(valid_lens)
+    return _padding(valid_lens, int(valid_lens.max(initial=0)))  # num_keys unused
+
+
 PADDING_MASK = Exercise(
     id="padding_mask",
     cases=padding_cases,
@@ -90,6 +95,10 @@ PADDING_MASK = Exercise(
         "over the queries": padding_mask_no_query_axis,
         "your mask adds a query axis to (B, Lq) lengths too: those already give (B, Lq, Lk)":
             padding_mask_query_axis_always,
+        # shinewide/sba_speech's get_mask_from_lengths (and many TTS repositories): arange(max(lengths)).
+        "your mask matches the reference's with num_keys = max(valid_lens): its key axis is as long as the "
+        "longest length, not num_keys (Lk is given: a padded batch can be longer than its longest sequence)":
+            padding_mask_longest_length,
     },
 )
 
