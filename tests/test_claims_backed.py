@@ -1370,6 +1370,44 @@ PLANTED["a conftest that leaves the backend alone"] = lambda: check_the_build_an
     (ROOT / "Makefile").read_text(), "import os\n", (ROOT / "pyproject.toml").read_text())
 
 
+# ------------------------------------------------------------------ the guides: how a chapter is made
+
+EXERCISE_MODULES = ("attention", "masking", "heads", "layer", "analysis", "pruning", "efficient", "language_model")
+
+
+def check_a_chapter_is_made_as_the_guides_say(name, cells, toc):
+    """"Every chapter notebook imports the exercise modules through mha_exercises.backend.load" (the
+    learner guide) and "Add a chapter: a notebook in book/ (outputs cleared; it imports the exercise
+    modules through mha_exercises.backend.load), one line under Chapters in _toc.yml" (the contributor
+    guide): no cell imports an exercise module or the solutions directly, some cell loads through
+    backend, no code cell keeps an output, and the chapter is a line under Chapters."""
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    direct = re.compile(rf"^\s*(?:from|import)\s+(?:mha_exercises\.(?:{'|'.join(EXERCISE_MODULES)})\b|solutions\b)"
+                        rf"|^\s*from\s+mha_exercises\s+import\s+(?:{'|'.join(EXERCISE_MODULES)})\b", re.M)
+    assert not any(direct.search(source) for source in code), name
+    assert any(re.search(r"^from mha_exercises\.backend import .*\bload\b", source, re.M) for source in code), name
+    assert any(re.search(r"\b(?:load|prerequisite)\(\"\w+\"", source) for source in code), name
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in cells if c["cell_type"] == "code"), name
+    chapters = toc.split("- caption: Chapters", 1)[1].split("- caption:", 1)[0]
+    assert f"- file: book/{name.removesuffix('.ipynb')}" in chapters, name
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BOOK.glob("0[1-8]_*.ipynb")))
+def test_a_chapter_is_made_as_the_guides_say(name):
+    check_a_chapter_is_made_as_the_guides_say(name, _cells(name), (ROOT / "_toc.yml").read_text())
+
+
+def _importing_directly():
+    cells = copy.deepcopy(_cells("01_attention.ipynb"))
+    first = next(c for c in cells if c["cell_type"] == "code" and "load(" in "".join(c["source"]))
+    first["source"] = "".join(first["source"]) + "\nfrom mha_exercises import attention\n"
+    return cells
+
+
+PLANTED["a chapter importing its module directly"] = lambda: check_a_chapter_is_made_as_the_guides_say(
+    "01_attention.ipynb", _importing_directly(), (ROOT / "_toc.yml").read_text())
+
+
 # Last in the file: every check planted above, whichever section added it.
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_each_check_fails_on_its_negation(name):
