@@ -43,6 +43,24 @@ def test_no_chapter_imports_the_book_builder(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_the_book_s_ties_to_its_text_stay_out_of_the_teaching_cells(path):
+    """What the book checks of its own text (a "the text says" assert) sits in a cell the book
+    removes, under checking_the_text(); and the page never talks about the tool that builds it."""
+    for cell in json.loads(path.read_text())["cells"]:
+        source, tags = "".join(cell["source"]), cell.get("metadata", {}).get("tags", [])
+        if "remove-cell" in tags:
+            continue
+        assert "myst-nb" not in source and "myst_nb" not in source, (path.name, cell.get("id"))
+        if cell["cell_type"] != "code":
+            continue
+        for node in ast.walk(ast.parse(source)):
+            message = getattr(node, "msg", None) if isinstance(node, ast.Assert) else None
+            words = " ".join(c.value for c in ast.walk(message) if isinstance(c, ast.Constant)
+                             and isinstance(c.value, str)) if message is not None else ""
+            assert "the text says" not in words, f"{path.name} cell {cell.get('id')}: {words!r} in a teaching cell"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_the_release_shows_every_glued_number_through_eval(path):
     """In the release each {glue:text} role becomes jupyterlab-myst's {eval} of glued(key), for a
     key the chapter's code glues, and the chapter imports glued."""
