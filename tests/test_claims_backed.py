@@ -272,6 +272,85 @@ PLANTED["importance summed with its signs"] = lambda: check_importance_is_the_me
     digits.load_model(MultiHeadAttention), _signed_importance)
 
 
+def check_the_timing_cell(source):
+    """Chapter 6's cell ch6-23 run on two recording stand-ins: "The time, as medians of 15 forward
+    passes over the 450 test images each, the two models taking turns so that a burst of load on the
+    machine hits both"."""
+    import time as time_module
+    calls = []
+
+    class _Timed:
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, x):
+            calls.append((self.name, len(x)))
+            return x
+
+    namespace = {"time": time_module, "np": np, "torch": torch, "model": _Timed("all"), "pruned": _Timed("pruned"),
+                 "x_test": torch.zeros(450, 9, 16), "print": lambda *a, **k: None}
+    exec(compile(source, "<ch6-23>", "exec"), namespace)
+    assert calls == [("all", 450), ("pruned", 450)] * 15, calls[:4]
+    assert np.isclose(namespace["full_ms"], 1e3 * np.median(namespace["times"]["all heads"]))
+    assert np.isclose(namespace["pruned_ms"], 1e3 * np.median(namespace["times"]["half pruned"]))
+
+
+def _cell_source(name, cell_id):
+    return "".join(next(c for c in _cells(name) if c.get("id") == cell_id)["source"])
+
+
+def test_the_timing_cell():
+    check_the_timing_cell(_cell_source("06_pruning.ipynb", "ch6-23"))
+
+
+PLANTED["timings one model after the other"] = lambda: check_the_timing_cell(
+    _cell_source("06_pruning.ipynb", "ch6-23").replace(
+        'for _ in range(15):\n    times["all heads"].append(forward_seconds(model))\n    times["half pruned"].append(forward_seconds(pruned))',
+        'for _ in range(15):\n    times["all heads"].append(forward_seconds(model))\nfor _ in range(15):\n    times["half pruned"].append(forward_seconds(pruned))'))
+
+
+def check_the_pruning_cell(namespace):
+    """Chapter 6's cell ch6-20 run on the seed-0 model and its stored static order: "Prune the lab model
+    for real: the half of its heads that come first in the importance order, in two rounds per layer (to
+    exercise the original numbering), then compare with masking"; "round 2: already-removed ones
+    ignored"."""
+    model, pruned, half = namespace["model"], namespace["pruned"], namespace["half"]
+    L, H = model.num_layers, model.num_heads
+    assert half == namespace["static"][:L * H // 2]
+    for l, attention in enumerate(pruned.attention_layers):
+        assert attention.pruned_heads == {h for layer, h in half if layer == l}
+        assert attention.num_heads == H - len(attention.pruned_heads)
+    assert (namespace["pruned_logits"] - namespace["masked_logits"]).abs().max() < 1e-4
+
+
+def _pruning_namespace(prune=None):
+    from solutions import pruning
+
+    class _Pruning:
+        prune_heads = staticmethod(prune or pruning.prune_heads)
+    model = digits.load_model(MultiHeadAttention)
+    x_test, y_test = digits.load_split("test")
+    static = [tuple(p) for p in _results()[0]["orders"]["static"]]
+    namespace = {"copy": copy, "torch": torch, "digits": digits, "pruning": _Pruning, "model": model,
+                 "static": static, "L": model.num_layers, "H": model.num_heads, "x_test": x_test[:120],
+                 "y_test": y_test[:120], "print": lambda *a, **k: None}
+    exec(compile(_cell_source("06_pruning.ipynb", "ch6-20"), "<ch6-20>", "exec"), namespace)
+    return namespace
+
+
+def test_the_pruning_cell():
+    check_the_pruning_cell(_pruning_namespace())
+
+
+def _prune_once(layer, heads):
+    """Planted: a second round on a pruned layer does nothing."""
+    from solutions.pruning import prune_heads
+    return layer if getattr(layer, "pruned_heads", None) else prune_heads(layer, heads)
+
+
+PLANTED["pruning that ignores a second round"] = lambda: check_the_pruning_cell(_pruning_namespace(_prune_once))
+
+
 def check_the_removal_orders(iterative_order, results, num_random, band):
     """Chapter 6's orders: "by importance, iterative: after each removal recompute the importance, with
     the removed heads masked (head_mask), and remove the least important of the rest"; "The iterative
