@@ -1236,6 +1236,76 @@ PLANTED["a batch with fewer uncoloured majority copies"] = lambda: check_the_hea
     _heads_model(), _majority_of_two)
 
 
+def check_attention_times_take_turns(attention_times, monkeypatch):
+    """Chapter 7: "The times (measure.attention_times) are five repeats of each, the two versions taking
+    turns" (after one warm-up round that is not kept)."""
+    from lab import measure
+    order = []
+    monkeypatch.setattr(measure, "_attention_call", lambda kind, *a: (lambda: order.append(kind)))
+    samples = attention_times(64, 16, 8)
+    assert len(samples["plain"]) == len(samples["chunked"]) == 5
+    assert order == ["plain", "chunked"] * 6, order
+
+
+def test_attention_times_take_turns(monkeypatch):
+    from lab import measure
+    check_attention_times_take_turns(measure.attention_times, monkeypatch)
+
+
+def _one_after_the_other(length, chunk_size=256, head_dim=64, repeats=5):
+    from lab import measure
+    calls = {kind: measure._attention_call(kind, length, chunk_size, head_dim) for kind in ("plain", "chunked")}
+    out = {}
+    for kind, call in calls.items():
+        out[kind] = []
+        for _ in range(repeats):
+            call()
+            out[kind].append(0.0)
+    return out
+
+
+def _planted_times():
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        check_attention_times_take_turns(_one_after_the_other, monkeypatch)
+
+
+PLANTED["timings one version after the other"] = _planted_times
+
+
+def check_saved_tensors_are_counted_once(saved_mib, monkeypatch):
+    """Chapter 7: "measure.saved_for_backward_mib counts, exactly, the tensors that autograd keeps from
+    the forward pass for the backward pass (through saved_tensors_hooks, each storage once)": a forward
+    pass q * q keeps q twice, one storage of L * d float32."""
+    from lab import measure
+    monkeypatch.setattr(measure, "_plain_attention", lambda q, k, v: q * q)
+    assert saved_mib("plain", 256, head_dim=64) == 256 * 64 * 4 / 2**20
+    monkeypatch.setattr(measure, "_plain_attention", lambda q, k, v: q * k)
+    assert saved_mib("plain", 256, head_dim=64) == 2 * 256 * 64 * 4 / 2**20
+
+
+def test_saved_tensors_are_counted_once(monkeypatch):
+    from lab import measure
+    check_saved_tensors_are_counted_once(measure.saved_for_backward_mib, monkeypatch)
+
+
+def _every_tensor_counted(kind, length, chunk_size=256, head_dim=64):
+    """Planted: counts every saved tensor, the same storage as often as it is saved."""
+    from lab import measure
+    q, k, v = (torch.randn(1, 1, length, head_dim, requires_grad=True) for _ in range(3))
+    total = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: total.append(t.nbytes) or t, lambda t: t):
+        measure._plain_attention(q, k, v)
+    return sum(total) / 2**20
+
+
+def _planted_saved():
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        check_saved_tensors_are_counted_once(_every_tensor_counted, monkeypatch)
+
+
+PLANTED["saved tensors counted every time"] = _planted_saved
+
+
 # ------------------------------------------------------------------ chapter 7: the cache against the weights
 
 def check_cache_against_weights(namespace):
