@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
@@ -283,6 +284,41 @@ def test_the_intro_sends_a_learner_to_the_quick_start_before_the_developer_comma
     first_make = setup.index("make book")
     assert setup.index("(quick-start)") < first_make
     assert re.search(r"instructors and contributors", setup[:first_make], re.I), setup[:first_make]
+
+
+# ------------------------------------------------------------------------------ one notation
+
+
+def test_every_glossary_symbol_a_page_names_is_defined_and_heads_count_from_0():
+    """Every {term}`X` of the chapters and the intro is a glossary entry (chapter 3's `L` and `d`
+    among them), the intro's notation table has every symbol its conventions' shapes use, and
+    the maths numbers heads as the code does, from 0 to H-1."""
+    terms = set(re.findall(r"^(\S[^\n]*)\n  ", (BOOK / "glossary.md").read_text().split("```{glossary}")[1], re.M))
+    pages = {p.name: "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                               if c["cell_type"] == "markdown") for p in CHAPTERS}
+    pages["intro.md"] = (BOOK / "intro.md").read_text()
+    used = {(name, t) for name, text in pages.items() for t in re.findall(r"\{term\}`([^`<]+)`", text)}
+    assert {"L", "d"} <= {t for _, t in used}, "chapter 3's L and d are not linked to the glossary"
+    assert not {(n, t) for n, t in used if t not in terms}, sorted((n, t) for n, t in used if t not in terms)
+    intro = pages["intro.md"]
+    table = intro.split("## Notation", 1)[1]
+    shape = re.search(r"per-head arrays are `\(([^)]*)\)`", intro).group(1)
+    for symbol in (s.strip() for s in shape.split(",")):
+        assert f"| ${symbol}$ |" in table, f"the intro's shapes use {symbol}, its notation table lacks it"
+    for name, text in pages.items():
+        for one_based in (r"\\{1,\s*\\dots,\s*H\\}", r"\\operatorname\{head\}_1\b", r"\^\{\(1\)\}"):
+            assert not re.search(one_based, text), f"{name}: heads counted from 1 ({one_based})"
+
+
+def test_concatenated_heads_times_W_o_is_the_sum_of_each_head_times_its_rows():
+    """Chapter 4: [head_0 | ... | head_{H-1}] W_o = sum_h head_h W_o^(h), W_o^(h) the rows of head h."""
+    rng = np.random.default_rng(0)
+    H, d_v, E_out = 3, 4, 5
+    heads = [rng.standard_normal((2, 6, d_v)) for _ in range(H)]
+    W_o = rng.standard_normal((H * d_v, E_out))
+    whole = np.concatenate(heads, axis=-1) @ W_o
+    assert np.allclose(whole, sum(heads[h] @ W_o[h * d_v:(h + 1) * d_v] for h in range(H)))
+    assert not np.allclose(whole, sum(heads[h] @ W_o[(h + 1) % H * d_v:((h + 1) % H + 1) * d_v] for h in range(H)))
 
 
 # ------------------------------------------------------------------------- the heavy bench
