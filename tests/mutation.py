@@ -24,7 +24,7 @@ A mutant that cannot be compiled or imported is skipped; every other one is grad
 * a relation ("Your X is the reference's ..., on every case that returned it (N, the M where it
   differs ...)"): rechecked with plain NumPy on every such case, and its counts;
 * a counted aggregate ("... (in N of M failing cases)"): N failing cases have that cause, M fail;
-  "the failing ones are among those with R": every failing case is on a rung R names;
+  "the failing ones are on the rungs R": every failing case is on a rung R names;
 * a mutant with full marks gets no diagnosis and no summary.
 """
 from __future__ import annotations
@@ -306,7 +306,7 @@ def counted_sentences(words: str):
 def false_aggregates(graded) -> list[str]:
     """Each sentence that counts cases counts only the cases it is true of: "X (in N of M failing
     cases)" has N failing cases whose own feedback is X, M failing cases in all; "the failing ones
-    are among those with R" has every failing case on one of the rungs R names."""
+    are on the rungs R" has every failing case on one of the rungs R names."""
     from autograder.said import plain
 
     result, cases, outputs = graded
@@ -322,6 +322,8 @@ def false_aggregates(graded) -> list[str]:
         raised = re.match(r"Raised ([\w.]+)(?: at (\S+) line (\d+))?$", text)
         if general:  # "<the kind of mismatch> (in N of M ...; 'case': its own words)"
             own = [r for r in failing if not r.diagnosis and r.cause.get("kind") == "mismatch" and r.cause.get("what") == general]
+        elif re.match(r"Your call to \w+(?: at \S+ line \d+)? passed arguments it cannot take$", text):
+            own = [r for r in failing if not r.diagnosis and "passed arguments it cannot take" in plain(r.feedback or "")]
         elif raised:
             own = [r for r in failing if not r.diagnosis and r.cause.get("type") == raised[1]
                    and (not raised[2] or (r.cause.get("file"), str(r.cause.get("line"))) == (raised[2], raised[3]))]
@@ -330,13 +332,13 @@ def false_aggregates(graded) -> list[str]:
                    or (r.diagnosis and text.lower().startswith(plain(r.diagnosis).lower()[:60]))]
         if len(own) != n:
             wrong.append(f"{text[:50]!r}: 'in {n} of {m}', true of {len(own)}")
-    among = re.search(r"the failing ones are among those with (.+?)\.(?: |$)", words)
+    among = re.search(r"the failing ones are on the rungs? (.+?)\.(?: |$)", words)
     if among:
         names = {name for name, _ in exercise.ladder if name in among[1]}
         rung_of = {c.name: c.rung for c in cases if scoring.PROBE not in c.features}
         off = [r.name for r in failing if exercise.ladder[rung_of[r.name]][0] not in names]
         if off:
-            wrong.append(f"'the failing ones are among those with {among[1][:40]}', yet {off[:2]} is not")
+            wrong.append(f"'the failing ones are on the rungs {among[1][:40]}', yet {off[:2]} is not")
     return wrong
 
 

@@ -739,3 +739,59 @@ def test_nanogpt_style_generate_loops_are_named_where_their_tokens_are_theirs(st
     assert named and all(not r.passed and r.name.startswith(where) for r in named), result.feedback
     # Greedy nanoGPT divides by a temperature of 0 and raises: those cases are told the exception, no bug.
     assert all(r.diagnosis is None for r in result.cases if "raised" in plain(r.feedback)), result.feedback
+
+
+def _prune_then(after):
+    from solutions import pruning as ref
+
+    def prune_heads(layer, heads):
+        num_heads = layer.num_heads
+        ref.prune_heads(layer, heads)
+        return after(layer, heads, num_heads)
+
+    return prune_heads
+
+
+@pytest.mark.parametrize("learner, said", [
+    # num_heads counts an already-removed head again: the second call's forward pass fails.
+    (_prune_then(lambda layer, heads, n: setattr(layer, "num_heads", n - len(heads)) or layer),
+     {"prune [2], then [2, 5] (2 is already gone), then [0]": "num_heads is 2, expected 3"}),
+    # No return: the layer is pruned right, only the returned object is wrong.
+    (_prune_then(lambda layer, heads, n: None), {}),
+])
+def test_prune_heads_is_compared_in_the_state_its_calls_leave(learner, said):
+    exercise = dataclasses.replace(EXERCISES["prune_heads"], bugs={})
+    result = judge.judge_in_process(exercise, learner)
+    told = {r.name: plain(r.feedback) for r in result.cases if not r.passed}
+    assert told and not any("W_q.weight" in t or "values differ" in t for t in told.values()), told
+    for name, words in said.items():
+        assert words in told[name], told
+    if not said:  # every failing case is told the return, nothing about shapes
+        assert all("returned the same layer" in t for t in told.values()), told
+        result = judge.judge_in_process(EXERCISES["prune_heads"], learner)
+        assert all("does not return that layer" in (r.diagnosis or "") for r in result.cases if not r.passed)
+
+
+def test_an_output_nan_throughout_matches_no_bug_and_no_mutant():
+    import inspect
+
+    from solutions import efficient as ref
+
+    source = inspect.getsource(ref.chunked_attention).replace(
+        "rescale = torch.exp(m - shift)", "rescale = torch.exp(shift - m.clamp(min=torch.finfo(q.dtype).min))")
+    assert "exp(shift - m" in source
+    namespace = dict(vars(ref))
+    exec(source, namespace)  # the rescale inverted: 0 * inf on the first chunk, NaN everywhere
+    result = judge.judge_in_process(EXERCISES["chunked_attention"], namespace["chunked_attention"])
+    assert result.score < result.max_score
+    assert not any(r.diagnosis for r in result.cases), [r.diagnosis for r in result.cases]
+    assert "The output holds NaN" in plain(result.feedback), result.feedback
+
+
+def test_the_ladder_is_said_of_its_rungs_never_of_a_feature_later_rungs_share():
+    from autograder.scoring import summary
+
+    said = summary.climbed((("one head", ""), ("fewer key/value heads", ""), ("decoding after cached tokens", "")),
+                           {0: [True], 1: [True, True], 2: [False, True]})
+    assert said == ("Every case on the rungs 'one head' and 'fewer key/value heads' passes; the failing ones are on "
+                    "the rung 'decoding after cached tokens'."), said

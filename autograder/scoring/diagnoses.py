@@ -29,6 +29,14 @@ def matches(got, bug_output, case: Case) -> bool:
         return False
 
 
+def _only_nan(got) -> bool:
+    """Whether every float array of the learner's output is NaN or inf throughout: two such outputs
+    agree whatever computed them (a NaN from 0 * inf anywhere spreads), so a match says nothing."""
+    arrays = [v for k, v in (got.items() if isinstance(got, dict) else ()) if not str(k).startswith("_")
+              and isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.size]
+    return bool(arrays) and not any(np.isfinite(a).any() for a in arrays)
+
+
 def _same_form(got, bug_output) -> bool:
     """Whether the learner's output has the bug's arrays in the same shapes and dtypes: then a
     difference in values means the learner's code computes something else than the bug."""
@@ -54,7 +62,8 @@ def stated_diagnoses(cases: list[Case], outputs: list, passed: list[bool], bugs)
     bug), and the learner's output differs from it, in the same form, on no more cases than it
     matches (one match among many differences is a coincidence). Only then is the sentence
     "your output matches ..." stated, and only on the cases it matches."""
-    failing = [i for i, ok in enumerate(passed) if not ok and not isinstance(outputs[i], CaseError)]
+    failing = [i for i, ok in enumerate(passed) if not ok and not isinstance(outputs[i], CaseError)
+               and not _only_nan(outputs[i])]
     support: dict = {}
     for i in failing:
         for diagnosis, outs in bugs(i).items():

@@ -293,10 +293,13 @@ def climbed(ladder, rungs: dict[int, list[bool]]) -> str:
     first_bad = min((r for r, ok in rungs.items() if not all(ok)), default=0)
     if not (0 < first_bad < len(ladder) and all(all(rungs[r]) for r in rungs if r < first_bad)):
         return ""
-    passed = _listed([name for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
+    passed = _listed([f"'{name}'" for name, _ in ladder[:first_bad]])  # the rungs climbed so far, simplest first
     # "Among those with ...": every rung some failing case is on, not only the first (an odd-d
     # case failing beside the positions in the thousands is among neither of the other).
-    failing = [ladder[r][0] for r in sorted(rungs) if not all(rungs[r]) and r < len(ladder)]
+    failing = [f"'{ladder[r][0]}'" for r in sorted(rungs) if not all(rungs[r]) and r < len(ladder)]
     if len(failing) < sum(1 for r in rungs if not all(rungs[r])):
         return ""
-    return f"Every case with {passed} passes; the failing ones are among those with {_listed(failing, 'or')}."
+    # Said of the rungs (the grader's grouping of its cases), never "every case with <a rung's
+    # words>": a failing case on a later rung has the earlier rungs' features too.
+    return (f"Every case on the rung{'s' if first_bad > 1 else ''} {passed} passes; the failing ones are on the "
+            f"rung{'s' if len(failing) > 1 else ''} {_listed(failing, 'or')}.")

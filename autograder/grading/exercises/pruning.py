@@ -132,6 +132,10 @@ def prune_biases_kept(layer, heads):
     return _prune(layer, heads, biases=False)
 
 
+def prune_returns_nothing(layer, heads):
+    _prune(layer, heads)  # pruned in place, then no return: the caller gets None
+
+
 def prune_o_bias_too(layer, heads):
     return _prune(layer, heads, o_bias=True)
 
@@ -160,6 +164,8 @@ PRUNE_HEADS = Exercise(
         "the original layer, so map them through pruned_heads (and ignore those already removed)": prune_positions,
         "your layer matches biases left unpruned: b_q, b_k and b_v lose the same entries as their weight rows":
             prune_biases_kept,
+        "your prune_heads prunes the layer it is given but does not return that layer: return it (callers "
+        "write layer = prune_heads(layer, heads))": prune_returns_nothing,
         "your layer matches W_o's bias pruned with its input columns: W_o's bias belongs to its output "
         "features (embed_dim), which pruning heads leaves alone; only its weight loses columns": prune_o_bias_too,
         # huggingface/transformers' prune_linear_layer (pytorch_utils.py) builds the new layer with

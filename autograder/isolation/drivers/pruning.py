@@ -68,7 +68,8 @@ def prune_run(ns, config, state, query, key, value, steps, dtype="float64", size
     prune = ns.module("pruning").prune_heads
     data, outs, same = {}, {}, True
     for heads in steps:
-        same = same and prune(layer, list(heads)) is layer
+        returned = prune(layer, list(heads))  # every call made, whatever an earlier one returned
+        same = same and returned is layer
         if "_harness" in data:  # no forward pass after the first that failed; the pruning goes on
             continue
         try:
