@@ -1366,6 +1366,37 @@ PLANTED["a lookup that copies one value"] = lambda: check_the_first_lookup(
     {"values": np.eye(3), "scores": np.array([0.0, 1.0, 9.0]), "weights": np.array([0.0, 0.0, 1.0])})
 
 
+def check_the_scale_measurement(source):
+    """Chapter 1's cell 01-017 run here on two widths: "The next cell measures both effects for one query
+    against 16 random keys, 1,000 trials per width, with and without the scale: the mean largest
+    weight, and the mean (Frobenius) norm of the Jacobian"; "The Jacobian above is Lk x Lk per query"
+    (its entry [i, j] is d p_i / d s_j, checked against finite differences)."""
+    from solutions import attention
+    namespace = {"np": np, "math": __import__("math"), "attention": attention, "rng": np.random.default_rng(0),
+                 "dims": [4, 64]}
+    exec(compile(source, "<01-017>", "exec"), namespace)
+    assert (namespace["num_keys"], namespace["trials"]) == (16, 1000)
+    for name in ("unscaled", "scaled"):
+        assert len(namespace["max_weight"][name]) == len(namespace["jacobian_norm"][name]) == 2
+    s = np.random.default_rng(1).standard_normal(16)
+    p = attention.softmax(s)
+    jacobian = namespace["softmax_jacobian"](p)
+    assert jacobian.shape == (16, 16)
+    eps = 1e-6
+    numeric = np.stack([(attention.softmax(s + eps * np.eye(16)[j]) - attention.softmax(s - eps * np.eye(16)[j])) / (2 * eps)
+                        for j in range(16)], axis=1)
+    assert np.allclose(jacobian, numeric, atol=1e-8)
+    assert namespace["max_weight"]["unscaled"][1] > namespace["max_weight"]["scaled"][1]
+
+
+def test_the_scale_measurement():
+    check_the_scale_measurement(_cell_source("01_attention.ipynb", "01-017"))
+
+
+PLANTED["a Jacobian without its diagonal term"] = lambda: check_the_scale_measurement(
+    _cell_source("01_attention.ipynb", "01-017").replace("(np.eye(p.shape[-1]) - p[..., None, :])", "(0 - p[..., None, :])"))
+
+
 def check_the_two_hand_built_heads(namespace):
     """Chapter 3's cell c03-03: "L = 6 tokens, H = 2 heads of d = 6 features"; "In head 0 the query of
     token i is the one-hot vector of position i-1, in head 1 it is the one-hot vector of position 0;
