@@ -1195,6 +1195,48 @@ def check_the_heads_task_model(model, make_batch, reads_last_row_only=True):
                 torch.testing.assert_close(noisy[task], logits[task])
 
 
+def check_where_each_head_looks(at_query, test_cell):
+    """Chapter 5: "here is where each head looks from ? on average over the 2,000 test examples: the
+    weight on the red digit, on the blue digit, and on the uncoloured copies of the majority digit
+    together"; "the last row is what a head spreading its weight evenly over the 13 keys would give"."""
+    from lab import heads_task as ht
+    assert re.search(r"^test = task\.make_batch\(2000,", test_cell, re.M)
+    tokens, colours, targets = ht.make_batch(200, np.random.default_rng(3))
+    weights = torch.rand(200, 2, 13, 13)
+    weights = weights / weights.sum(-1, keepdim=True)
+    looks = at_query(None, tokens, colours, weights=weights)
+    assert looks.shape == (2, 3)
+    q = weights[:, :, -1].numpy()
+    d, c = tokens[:, :-1].numpy(), colours[:, :-1].numpy()
+    red = np.array([q[n, :, :-1][:, c[n] == ht.RED].sum(-1) for n in range(200)]).mean(0)
+    blue = np.array([q[n, :, :-1][:, c[n] == ht.BLUE].sum(-1) for n in range(200)]).mean(0)
+    majority = np.array([q[n, :, :-1][:, (d[n] == int(targets[n, 2])) & (c[n] == ht.PLAIN)].sum(-1)
+                         for n in range(200)]).mean(0)
+    assert np.allclose(looks, np.stack([red, blue, majority], -1), atol=1e-6)
+    uniform = at_query(None, tokens, colours, weights=torch.full((200, 1, 13, 13), 1 / 13))[0]
+    uncoloured = np.mean([((d[n] == int(targets[n, 2])) & (c[n] == ht.PLAIN)).sum() for n in range(200)])
+    assert np.allclose(uniform, [1 / 13, 1 / 13, uncoloured / 13], atol=1e-6)
+
+
+def test_where_each_head_looks():
+    from lab import heads_task as ht
+    check_where_each_head_looks(ht.attention_at_query, _cell_source("05_looking_at_heads.ipynb", "15b7e44a"))
+
+
+def _looks_with_the_coloured_majority(model, tokens, colours, weights=None):
+    """Planted: the majority column counts every copy of the majority digit, coloured ones included."""
+    from lab import heads_task as ht
+    at_query = weights[:, :, -1, :-1]
+    digits = tokens[:, :-1]
+    majority = torch.stack([(digits == d).sum(-1) for d in range(ht.NUM_DIGITS)], dim=-1).argmax(-1)
+    targets = [colours[:, :-1] == ht.RED, colours[:, :-1] == ht.BLUE, digits == majority[:, None]]
+    return torch.stack([(at_query * t[:, None]).sum(-1).mean(0) for t in targets], dim=-1).numpy()
+
+
+PLANTED["a majority column that counts coloured copies"] = lambda: check_where_each_head_looks(
+    _looks_with_the_coloured_majority, _cell_source("05_looking_at_heads.ipynb", "15b7e44a"))
+
+
 def _heads_model():
     from lab import heads_task as ht
     torch.manual_seed(0)
