@@ -286,6 +286,28 @@ def test_the_intro_sends_a_learner_to_the_quick_start_before_the_developer_comma
     assert re.search(r"instructors and contributors", setup[:first_make], re.I), setup[:first_make]
 
 
+def test_chapter_4_runs_a_finished_layer_over_published_chapters_1_to_3(tmp_path, monkeypatch):
+    """The newcomer's run, as a notebook (about 10 s): chapter 4 in a learner's kernel whose
+    mha_exercises has stubs for chapters 1-3 and a finished layer.py; the references published.
+    Every cell runs, and the first cell says which references it runs instead."""
+    import shutil
+
+    package = tmp_path / "mha_exercises"
+    shutil.copytree(ROOT / "mha_exercises", package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "layer.py").write_text((ROOT / "solutions" / "layer.py").read_text())
+    for key, value in _learner_kernel_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("MHA_BACKEND", raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
+    notebook = nbformat.read(BOOK / "04_layer.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(BOOK)}}).execute()  # raises at a failing cell
+    said = "".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "running mha_exercises.layer (backend: learner)" in said, said[:2000]
+    for module in ("attention", "masking", "heads"):
+        assert f"runs the published reference solutions of {module}.py" in said, said[:2000]
+
+
 # ------------------------------------------------------------------------------ one notation
 
 
