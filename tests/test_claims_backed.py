@@ -1504,6 +1504,39 @@ PLANTED["split_heads as a plain reshape"] = lambda: check_the_numbered_input(
     _numbered_namespace(lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)))
 
 
+def check_the_plain_reshape_bug(namespace):
+    """Chapter 3's cells c03-20 and c03-22 run here: "We use the split input as queries, keys and values
+    (self-attention without projections, enough to expose the bug) on random data, L = 8, H = 4, d = 2":
+    the plain reshape's round trip is exact, yet the attention it gives differs from the right one."""
+    n = namespace
+    assert (n["L"], n["H"], n["d"]) == (8, 4, 2) and n["x"].shape == (2, 8, 8)
+    assert np.array_equal(n["merge_wrong"](n["split_wrong"](n["x"], n["H"])), n["x"])
+    assert np.abs(n["correct"] - n["buggy"]).max() > 0.1
+
+
+def _plain_reshape_namespace(split=None, merge=None):
+    from solutions import attention, heads
+
+    class _Heads:
+        split_heads = staticmethod(split or heads.split_heads)
+        merge_heads = staticmethod(merge or heads.merge_heads)
+    namespace = {"np": np, "attention": attention, "heads": _Heads, "rng": np.random.default_rng(0),
+                 "x": np.zeros((1, 4, 6)), "H": 2, "right": heads.split_heads(np.zeros((1, 4, 6)), 2),
+                 "print": lambda *a, **k: None}
+    for cell_id in ("c03-20", "c03-22"):
+        exec(compile(_cell_source("03_heads.ipynb", cell_id), f"<{cell_id}>", "exec"), namespace)
+    return namespace
+
+
+def test_the_plain_reshape_bug():
+    check_the_plain_reshape_bug(_plain_reshape_namespace())
+
+
+PLANTED["a 'right' split that is the plain reshape too"] = lambda: check_the_plain_reshape_bug(_plain_reshape_namespace(
+    lambda x, h: x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h),
+    lambda x: x.reshape(*x.shape[:-3], x.shape[-2], x.shape[-3] * x.shape[-1])))
+
+
 # ------------------------------------------------------------------ every chapter: the chapters it uses
 
 USES = re.compile(r"The chapter also uses your ([^.]+)\.")
