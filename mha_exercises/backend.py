@@ -111,11 +111,13 @@ def _reach() -> None:
             if origin not in _PUBLISHED:
                 continue
             reference = importlib.import_module(f"{BACKENDS['solutions']}.{origin}")
+            yours = sys.modules.get(f"{BACKENDS['learner']}.{origin}")
             for name in names:
                 if name == origin:  # `from . import attention`
-                    setattr(module, name, reference)
-                elif hasattr(reference, name):
-                    setattr(module, name, getattr(reference, name))
+                    if getattr(module, name, None) is yours:
+                        setattr(module, name, reference)
+                elif hasattr(reference, name) and getattr(module, name, None) is getattr(yours, name, None):
+                    setattr(module, name, getattr(reference, name))  # never a name the module redefined
 
 
 def imported_names(source: str, package: str) -> dict[str, set[str]]:

@@ -262,6 +262,10 @@ importlib.reload(mha_exercises.layer)  # binds the stubs again
 prerequisite("layer", "MultiHeadAttention")  # chapter 5's call: follows layer.py's imports
 assert mha_exercises.layer.split_heads is __import__("solutions.heads").heads.split_heads
 assert mha_exercises.layer.scaled_dot_product_attention.__module__ == "solutions.attention"
+def mine(x, num_heads): return x  # a name the learner's module defines itself is left alone
+mha_exercises.layer.merge_heads = mine
+load("layer")
+assert mha_exercises.layer.merge_heads is mine
 print("RAN")
 """ % str(package)
     env = {k: v for k, v in os.environ.items() if k != "MHA_BACKEND"}
