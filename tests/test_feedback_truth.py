@@ -795,3 +795,44 @@ def test_the_ladder_is_said_of_its_rungs_never_of_a_feature_later_rungs_share():
                            {0: [True], 1: [True, True], 2: [False, True]})
     assert said == ("Every case on the rungs 'one head' and 'fewer key/value heads' passes; the failing ones are on "
                     "the rung 'decoding after cached tokens'."), said
+
+
+def test_a_pair_names_the_other_values_its_failing_cases_have():
+    import inspect
+
+    from solutions import efficient as ref
+
+    source = inspect.getsource(ref.chunked_attention).replace("l = l * rescale + p.sum(", "l = l + p.sum(")
+    assert "l = l + p.sum(" in source
+    namespace = dict(vars(ref))
+    exec(source, namespace)  # the denominator not rescaled: wrong wherever there is more than one chunk
+    result = judge.judge_in_process(EXERCISES["chunked_attention"], namespace["chunked_attention"])
+    said = plain(result.feedback)
+    assert "chunk_size does not divide Lk where the passing one has chunk_size > Lk (other failing cases have " \
+           "chunk_size divides Lk" in said, said
+
+
+def test_no_pair_blames_a_value_a_passing_case_has_too():
+    from autograder.scoring import summary
+
+    def case(name, mask, cache):
+        return Case(name, "call", {}, features={"mask": mask, "cache": cache})
+
+    cases = [case("fully masked row", "a boolean mask", "no cache"), case("no mask", "no mask", "no cache"),
+             case("decoding, padding mask", "a boolean mask", "a cache")]
+    said = summary.isolated(cases, [False, True, True], [{}, {}, {}], {}, set())
+    assert not any("differ only in the mask" in s for s in said), said  # 'a boolean mask' passes in the third
+
+
+def test_a_cache_s_sequence_axis_is_never_labelled_by_a_size_it_happens_to_equal():
+    from solutions import efficient as ref
+
+    class NewOnly(ref.KVCache):  # stores everything, returns only the new (k, v)
+        def update(self, k, v):
+            super().update(k, v)
+            return k, v
+
+    result = judge.judge_in_process(EXERCISES["KVCache"], NewOnly)
+    said = plain(result.feedback) + " ".join(plain(r.feedback) for r in result.cases)
+    assert "entries missing at the start along its second-to-last axis" in said, said
+    assert "axis (d)" not in said and "(d_v)" not in said and "= (B, Hkv, d, d)" not in said, said

@@ -203,6 +203,10 @@ def cache_cases(rng):
 
     def updates(name, lengths, dtype="float64", dv=d_v, rung=1):
         sizes = {"B": B, "Hkv": H, "d": d, **({} if dv == d else {"d_v": dv})}
+        # The cached lengths after each update: an axis of one of these sizes is the sequence axis
+        # (or ambiguous, then named by no size), never labelled d or B because the numbers coincide.
+        for n, total in enumerate(np.cumsum(lengths), 1):
+            sizes[f"L after update {n}"] = int(total)
         inputs = dict(keys=[randn(rng, (B, H, n, d), dtype) for n in lengths],
                       values=[randn(rng, (B, H, n, dv), dtype) for n in lengths], sizes=sizes)
         steps = ("a prompt, then single positions" if lengths[0] > 1 and set(lengths[1:]) == {1} else
