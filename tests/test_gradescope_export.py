@@ -191,8 +191,9 @@ def test_names_from_folders_grades_a_damaged_export_by_its_folders_with_one_warn
     assert str(download / "assignment_8046601_export" / "submission_metadata.yml") in warning[0]
     assert why in warning[0] and warning[0].endswith("the submissions are named by their folders instead")
     assert sorted(_grades(out)) == ["submission_271001", "submission_271002", "submission_271003"]
-    # Its times are not trusted either: the file times (today) say late, :created_at: said on time.
-    assert _grades(out)["submission_271001"]["status"] == "late"
+    # Its times are not trusted either: :created_at: said on time, and the folders, put there today
+    # (after the deadline), date nothing: the row says so instead of granting on-time or charging late.
+    assert _grades(out)["submission_271001"]["status"] == "no trusted time"
 
 
 @pytest.mark.parametrize("layout", ["empty", "folders"])
