@@ -47,7 +47,7 @@ def cases(*names):
 TABLE = {
     "softmax": {
         "no overflow for logits as large as 1e4": cases("logits of ±1e4, float64", "logits of ±100, float32",
-                                                         "one row near 1e4, one near 0"),
+                                                         "one row near 1e4, one near 0", "rows spanning -1e4 to 1e4"),
         "the result is non-negative and sums to one along ``axis``": [
             prop("rows_sum_to_one", "2-D (L, N) float64, last axis"), case("axis=0 of a 2-D array"),
             case("axis=1 of a 3-D array")],
@@ -130,7 +130,7 @@ TABLE = {
         "a 4-D mask broadcasts against ``(B, H, Lq, Lk)``": cases("cross-attention, 4-D mask per head (B, H, Lq, Lk)"),
         "``out (B, Lq, E_out)``, ``weights (B, H, Lq, Lk)``": [
             prop("rows_sum_to_one", "cross-attention, 4-D mask per head (B, H, Lq, Lk)")],
-        CONTRACT + "A query row whose keys are all masked gets **all-zero weights and a zero output**": [
+        CONTRACT + "A query row whose keys are all masked gets **all-zero weights and a zero attention output**": [
             prop("masked_exactly_zero", "self-attention, mask (B, L, L) with fully masked rows")],
         CONTRACT + "NumPy exercises accept float32 and float64 and return the input's float dtype.": cases(
             "self-attention, float32", "cross-attention, float32, causal mask (Lq, Lk)"),
@@ -223,7 +223,8 @@ TABLE = {
         "Equal to the plain computation.": cases(
             "Lq = Lk = 8, d_k = d_v, chunk_size 4", "Lq = Lk = 8, d_k != d_v, chunk_size 4",
             "Lq 4 < Lk 8, d_k = d_v, chunk_size 4", "chunk_size 16 larger than Lk 6", "3-D inputs (B, L, d), causal, Lq 6, Lk 9"),
-        "an online\n    softmax": cases("float32, scores of about a hundred, Lq 4, Lk 10"),
+        "an online\n    softmax": cases("float32, scores of about a hundred, Lq 4, Lk 10",
+                                     "every score about -2000, Lq 4, Lk 10, chunk_size 3"),
         "``Lk`` need not be a multiple of it": cases("Lq 5, Lk 11, chunk_size 4 (does not divide Lk)"),
         "causal: apply the end-aligned causal mask": cases(
             "Lq = Lk = 8, d_k = d_v, causal, chunk_size 4", "causal, Lq < Lk, chunk_size 2", "chunk_size 1, causal, Lq 5, Lk 6"),
@@ -320,7 +321,8 @@ TABLE = {
         "averaged over the queries that have an earlier copy": cases("(B, H, L, L), period 1", "(B, H, L, L), period L - 1"),
         "e.g. ``(B, H, L, L)``": cases("(H, L, L), period 3", "(L, L), period L / 2"),
         "Tensor ``(...)``, the dtype of ``weights``": cases("(B, H, L, L), float32"),
-        "``1 <= period < L`` (``ValueError``\n            otherwise)": cases("(B, H, L, L), period L"),
+        "``1 <= period < L`` (``ValueError``\n            otherwise)": cases("(B, H, L, L), period L",
+                                                                     "(B, H, L, L), period 0"),
         CONTRACT + "Exercises never modify their inputs in place.": [prop("inputs_unchanged", "(B, H, L, L), period 3")],
     },
 }

@@ -22,6 +22,8 @@ import copy
 import types
 from pathlib import Path
 
+from ..spec import MODULE_OF
+
 ROOT = Path(__file__).resolve().parents[2]
 
 DROPPED_CALLS = {"swapaxes", "transpose", "sqrt", "exp", "softmax", "masked_softmax", "contiguous", "float",
@@ -235,8 +237,6 @@ EXCLUDED: set = set()  # ``what`` of edits left out (the mutant bench grading th
 def of(exercise_id: str) -> dict:
     """``{diagnosis: (implementation, ...)}`` of the exercise's mutants, built once per process; the
     diagnoses say what the learner's output is, as if an edit of the reference made it."""
-    from ..spec import MODULE_OF
-
     if exercise_id not in _BUILT:
         ways: dict = {}
         for what, words, implementation in edits(MODULE_OF[exercise_id], exercise_id):
