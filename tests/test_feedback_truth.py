@@ -836,3 +836,18 @@ def test_a_cache_s_sequence_axis_is_never_labelled_by_a_size_it_happens_to_equal
     said = plain(result.feedback) + " ".join(plain(r.feedback) for r in result.cases)
     assert "entries missing at the start along its second-to-last axis" in said, said
     assert "axis (d)" not in said and "(d_v)" not in said and "= (B, Hkv, d, d)" not in said, said
+
+
+def test_a_running_max_started_at_zero_loses_points():
+    import inspect
+
+    from solutions import efficient as ref
+
+    source = inspect.getsource(ref.chunked_attention).replace(
+        'm = torch.full((*q.shape[:-1], 1), float("-inf"), dtype=q.dtype, device=q.device)',
+        "m = torch.zeros((*q.shape[:-1], 1), dtype=q.dtype, device=q.device)")
+    assert "m = torch.zeros(" in source
+    namespace = dict(vars(ref))
+    exec(source, namespace)  # right unless every score of a row is far below 0: exp underflows to 0 / 0
+    result = judge.judge_in_process(EXERCISES["chunked_attention"], namespace["chunked_attention"])
+    assert [r.name for r in result.cases if not r.passed] == ["every score about -2000, Lq 4, Lk 10, chunk_size 3"]

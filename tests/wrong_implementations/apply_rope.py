@@ -84,6 +84,6 @@ WRONG = {
     forgets_offset: "ignores the offset",
     llama_hf_freqs_interleaved: "laid out for adjacent pairs",
     float32_tables: "computed in float32",
-    unchecked_complex: "raise ValueError when the last axis d is odd",
+    unchecked_complex: "where it must raise ValueError",
 }
 CORRECT = [rotate_half_hf, complex_numbers]

@@ -48,6 +48,6 @@ WRONG = {
     diagonal_from_period_minus_one: "includes query period - 1",
     previous_token: "previous-token head",
     summed: "a sum over the queries",
-    unchecked: "raise ValueError unless 1 <= period < L",
+    unchecked: "where it must raise ValueError",
 }
 CORRECT = [diagonal, loop]

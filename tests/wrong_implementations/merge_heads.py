@@ -40,6 +40,6 @@ WRONG = {
     interleaved: "interleaves the heads' features",
     summed: "sums the heads",
     swapped_with_features: "swapaxes(-1, -3)",
-    four_axes_only: "accept any number of leading axes",
+    four_axes_only: "differ only in the leading axes",
 }
 CORRECT = [concatenate, einsum_then_reshape]

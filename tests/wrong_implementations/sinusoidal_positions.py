@@ -92,6 +92,6 @@ WRONG = {
     no_offset: "ignore the offset",
     cos_first: "sines and cosines are swapped",
     exponent_per_feature: "exponent i/dim",
-    unchecked_loop: "raise ValueError for an odd dim",
+    unchecked_loop: "where it must raise ValueError",
 }
 CORRECT = [loop, stacked, annotated_transformer_float32]

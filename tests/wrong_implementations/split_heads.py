@@ -50,7 +50,7 @@ WRONG = {
     heads_last: "heads from the wrong axis",
     wrong_transpose: "(B, H, d, L)",
     view_without_transpose: "(B, L, H, d)",
-    three_axes_only: "accept any number of leading axes",
+    three_axes_only: "differ only in the leading axes",
     truncating_split: "raise ValueError",
 }
 CORRECT = [stack_slices, moveaxis]

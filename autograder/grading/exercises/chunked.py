@@ -16,10 +16,13 @@ def chunked_cases(rng):
     B, H, d_k, d_v = 2, 3, 6, 7
 
     def case(name, lq, lk, chunk, causal=False, dtype="float64", scale=1.0, heads=True, same_d=False, rung=1,
-             memory=False, **tolerance):
+             memory=False, below=0.0, **tolerance):
         lead, dv = ((B, H) if heads else (B,)), (d_k if same_d else d_v)
         args = [randn(rng, (*lead, lq, d_k), dtype, scale), randn(rng, (*lead, lk, d_k), dtype, scale),
                 randn(rng, (*lead, lk, dv), dtype), chunk]
+        if below:  # q near +c, k near -c: every score about -below, a few units apart
+            c = math.sqrt(below * math.sqrt(d_k) / d_k)
+            args[0], args[1] = (args[0] + c).astype(dtype), (args[1] - c).astype(dtype)
         sizes = dict(B=B, **({"H": H} if heads else {}), **({"L": lq} if lq == lk else {"Lq": lq, "Lk": lk}),
                      **({"d": d_k} if same_d else {"d_k": d_k, "d_v": d_v}))
         chunking = ("chunk_size 1" if chunk == 1 else "chunk_size > Lk" if chunk > lk else
@@ -28,7 +31,8 @@ def chunked_cases(rng):
                     "head sizes": "d_k = d_v" if same_d else "d_k != d_v", "chunks": chunking,
                     "causal": "causal" if causal else "not causal", "dtype": dtype,
                     "rank": "4-D inputs" if heads else "3-D inputs",
-                    "scale": "scores of about a hundred" if scale > 1 else "scores of a few units",
+                    "scale": ("every score far below zero" if below else "scores of about a hundred" if scale > 1
+                              else "scores of a few units"),
                     "keys": f"{lk} keys ({-(-lk // chunk)} chunks)" if memory else "a few keys"}
         return call_case(name, "chunked_attention", args, {"causal": causal}, sizes=sizes, dtype=dtype,
                          properties=("inputs_unchanged",) + (("never_holds_all_scores",) if memory else ()),
@@ -55,6 +59,9 @@ def chunked_cases(rng):
         # tolerance is looser here.
         case("float32, scores of about a hundred, Lq 4, Lk 10", 4, 10, 3, dtype="float32", scale=6.0, rung=2,
              rtol=1e-4, atol=1e-5),
+        # Every score about -2000: exp(score - m) underflows to 0 unless m is the running max
+        # itself (a running max started at 0 instead of -inf gives 0 / 0 here, and only here).
+        case("every score about -2000, Lq 4, Lk 10, chunk_size 3", 4, 10, 3, below=2000.0, rung=2),
         # "Never holding the full (Lq, Lk) score matrix", measured: what the call holds at its
         # peak (drivers.memory) must stay under half of one (B, H, Lq, Lk) float64 matrix, 1.5 MiB
         # here. With 32 chunks the reference peaks at 0.15 of it (four chunk-sized arrays at
