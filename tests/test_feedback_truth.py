@@ -851,3 +851,17 @@ def test_a_running_max_started_at_zero_loses_points():
     exec(source, namespace)  # right unless every score of a row is far below 0: exp underflows to 0 / 0
     result = judge.judge_in_process(EXERCISES["chunked_attention"], namespace["chunked_attention"])
     assert [r.name for r in result.cases if not r.passed] == ["every score about -2000, Lq 4, Lk 10, chunk_size 3"]
+
+
+def test_induction_reading_key_then_query_is_named_as_the_transposed_weights():
+    def induction_score(weights, period):
+        length = weights.shape[-1]
+        if not 1 <= period < length:
+            raise ValueError("period")
+        queries = torch.arange(period, length)
+        return weights[..., queries - period + 1, queries].mean(dim=-1)  # [key, query]: swapped
+
+    result = judge.judge_in_process(EXERCISES["induction_score"], induction_score)
+    failing = [r for r in result.cases if not r.passed]
+    assert failing and all("on the transposed weights" in (r.diagnosis or "") for r in failing), result.feedback
+    assert "where the passing one has period 1" not in plain(result.feedback), result.feedback

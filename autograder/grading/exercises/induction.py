@@ -108,6 +108,11 @@ def induction_previous_token(weights, period):
     return weights[..., queries, queries - 1].mean(dim=-1)
 
 
+def induction_transposed(weights, period):
+    # weights[..., key, query]: the reference on the transposed weights (equal at period 1, the diagonal).
+    return _induction(weights.transpose(-2, -1), period)
+
+
 INDUCTION_SCORE = Exercise(
     id="induction_score",
     cases=induction_cases,
@@ -132,6 +137,9 @@ INDUCTION_SCORE = Exercise(
         "your score averages over every query, those of the first copy too: only the queries i >= period "
         "have an earlier copy": _induction_bug("all_queries", first_query=lambda p: 0),
         "your score is a sum over the queries: average it (a score in [0, 1])": _induction_bug("sum", reduce="sum"),
+        "your score matches the reference's on the transposed weights, as if it read weights[..., key, query]: "
+        "the queries are the rows (axis -2) and the keys the columns (axis -1), so read weights[..., i, "
+        "i - period + 1] (at period 1 both read the diagonal)": induction_transposed,
     },
 )
 

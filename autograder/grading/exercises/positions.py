@@ -289,7 +289,8 @@ APPLY_ROPE = Exercise(
            "another base": "the angles use the base given: (offset + t) * base^(-2i/d)"},
     bugs={
         "your rotation pairs adjacent features (2i, 2i+1), the convention of the RoFormer paper and GPT-J; "
-        "this course pairs the two halves, feature i with feature i + d/2, as GPT-NeoX and Llama do":
+        "this course pairs the two halves, feature i with feature i + d/2, as GPT-NeoX and Hugging Face's "
+        "Llama port do (Meta's own Llama code pairs adjacent features, as complex numbers)":
             _rope_bug("adjacent_pairs", pairs="adjacent"),
         "your angles are laid out for adjacent pairs (each repeated twice, repeat_interleave) but rotate "
         "the halves: with the half-split rotation, the angles of the first half repeat in the second "
