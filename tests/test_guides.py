@@ -17,16 +17,29 @@ one must match a rule below, and the rule checks it:
   ``sbatch F`` (its job id kept in a variable or not): F exists; ``podman build -f F -t T .`` and
   ``podman run ... T ARGS``: F exists, T is the tag a build shown names, and ARGS are a command
   of F's entry point or an ``--entrypoint`` of F's;
+- the lines of the term guide's Slurm block: the block bench/slurm_term.py runs as written on a real
+  cluster extracts them, its record passed with the bench's source as it is now, and neither the
+  block nor deploy/slurm/ changed since the record's commit; each line holds too (``MHA=`` and
+  ``cd`` name the paths the bench makes, the script exists and is executable, ``submit.sh`` reads
+  ``MHA_VENV``, ``squeue`` answered in the record); a span naming a Slurm log
+  (``mha-grade-<job>_<task>.log``) is an array script's ``#SBATCH --output``;
+- ``install ... F /var/lib/kubelet/seccomp/P``: F is a seccomp profile and P a ``localhostProfile``
+  the manifests name; ``(umask M; python3 -c '...' > F)`` is run: F is one whole number below
+  2**63 (as the grader reads a seed file), readable by its owner only;
 - any other command fails the test, until a rule for it is written: a list of commands would
   only hold for the commands someone thought of.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -78,8 +91,108 @@ def _declares(script: Path, options: list[str]) -> list[str]:
     return [o for o in options if f'"{o}"' not in source and f"'{o}'" not in source]
 
 
+def _slurm_bench():
+    spec = importlib.util.spec_from_file_location("slurm_term", ROOT / "bench" / "slurm_term.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def slurm_steps() -> list[str]:
+    """The lines of the block bench/slurm_term.py runs, as the bench extracts it from the guide."""
+    return [c for c, _ in commands(f"```bash\n{_slurm_bench().guide_block()}```")]
+
+
+def _slurm_step(command: str, record: dict | None = None) -> str:
+    """A line of the guide's Slurm block: the bench that runs the block as written passed on it
+    (``record``: the bench's record, bench/results/slurm_term.json unless given)."""
+    bench = _slurm_bench()
+    record = record or json.loads((ROOT / "bench" / "results" / "slurm_term.json").read_text())
+    if record["exit_status"] != 0 or "PASS:" not in record["output"]:
+        return "bench/slurm_term.py's record did not pass"
+    if record["source_sha256"] != hashlib.sha256((ROOT / "bench" / "slurm_term.py").read_bytes()).hexdigest():
+        return "bench/slurm_term.py changed since its record: run it again"
+    then = subprocess.run(["git", "show", f"{record['commit']}:book/guides/term.md"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30)
+    if then.returncode:
+        return f"cannot read the guide at the record's commit {record['commit'][:7]}: {then.stderr.strip()}"
+    if bench.guide_block() not in then.stdout:
+        return f"the guide's Slurm block changed since the record's commit {record['commit'][:7]}: run the bench again"
+    if subprocess.run(["git", "diff", "--quiet", record["commit"], "--", "deploy/slurm"], cwd=ROOT,
+                      timeout=30).returncode:
+        return f"deploy/slurm/ changed since the record's commit {record['commit'][:7]}: run the bench again"
+    submit = ROOT / "deploy" / "slurm" / "submit.sh"
+    if command.startswith("MHA="):
+        return "" if command == f"MHA={bench.PROJECT_LINK}" else f"the bench puts the project at {bench.PROJECT_LINK}"
+    if command.startswith("cd "):
+        return "" if command == f"cd {bench.TERM_LINK}" else f"the bench puts the term at {bench.TERM_LINK}"
+    if command == "export MHA_VENV=$MHA/.venv":
+        return "" if "${MHA_VENV:-" in submit.read_text() else "submit.sh does not read MHA_VENV"
+    if command == "$MHA/deploy/slurm/submit.sh":
+        return "" if os.access(submit, os.X_OK) else "deploy/slurm/submit.sh is not executable"
+    if command.startswith("squeue"):
+        runs = record["output"].count("the guide's block")
+        return "" if runs and record["output"].count("JOBID PARTITION") == runs else \
+            "squeue did not answer in every run of the record"
+    return f"no rule checks the Slurm step {command!r}: write one in tests/test_guides.py"
+
+
+def _slurm_log(span: str) -> str:
+    """``mha-grade-<job>_<task>.log``: an array script's log, in Slurm's own pattern."""
+    pattern = span.replace("<job>", "%A").replace("<task>", "%a")
+    for script in (ROOT / "deploy" / "slurm").glob("*.sbatch"):
+        text = script.read_text()
+        if f"#SBATCH --output={pattern}\n" in text and "#SBATCH --array" in text:
+            return ""
+    return f"no array script in deploy/slurm writes its log to {pattern}"
+
+
+def _install(args: list[str]) -> str:
+    """``install -D -m 0644 F /var/lib/kubelet/seccomp/P``: F is the profile the manifests name as P."""
+    source, target = ROOT / args[-2], args[-1]
+    kubelet = "/var/lib/kubelet/seccomp/"
+    if not target.startswith(kubelet):
+        return f"no rule for installing to {target}"
+    try:
+        profile = json.loads(source.read_text())
+    except (OSError, ValueError) as err:
+        return f"{args[-2]} is not a seccomp profile: {err}"
+    if not {"defaultAction", "syscalls"} <= set(profile):
+        return f"{args[-2]} is not a seccomp profile"
+    named = {name for m in (ROOT / "deploy").rglob("*.yaml")
+             for name in re.findall(r"localhostProfile: ([\w./-]+)", m.read_text())}
+    return "" if target[len(kubelet):] in named else f"no manifest names the profile {target[len(kubelet):]}"
+
+
+SEED = re.compile(r"\((umask \d+; )?python3 -c '[^']*' > (\w+)\)")
+
+
+def _seed(command: str) -> str:
+    """The seed recipe, run: one whole number below 2**63 in a file only its owner reads."""
+    name = SEED.fullmatch(command)[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        result = subprocess.run(["bash", "-c", command], cwd=tmp, capture_output=True, text=True, timeout=60)
+        if result.returncode:
+            return f"{command} failed: {result.stderr[-300:]}"
+        made = Path(tmp) / name
+        mode = made.stat().st_mode & 0o777
+        try:
+            seed = int(made.read_text().strip())  # as mha-grade reads --seed-file
+        except ValueError:
+            return f"{name} is not a whole number: {made.read_text()[:40]!r}"
+    if mode != 0o600:
+        return f"{name} has mode {mode:o}, not 600: others could read the seed"
+    return "" if 0 <= seed < 2 ** 63 else f"{name} holds {seed}, not in [0, 2**63)"
+
+
 def check_command(command: str, whole: bool = True) -> str:
     """What the command's rule found: "" when it holds, else why not."""
+    if whole and command in slurm_steps():
+        return _slurm_step(command)
+    if not whole and re.fullmatch(r"mha-grade-[\w<>-]+\.log", command):
+        return _slurm_log(command)
+    if SEED.fullmatch(command):
+        return _seed(command)
     argv = _argv(command)
     program, args = argv[0], argv[1:]
     if program == "make":
@@ -139,6 +252,8 @@ def check_command(command: str, whole: bool = True) -> str:
         return "" if "jupyterlab==" in learner else "jupyterlab is not in the learner set"
     if program.endswith(".sh") and (ROOT / program).exists():
         return ""
+    if program == "install":
+        return _install(args)
     if program == "kubectl":
         return _kubectl(args)
     if program == "sbatch":
@@ -220,8 +335,33 @@ def test_an_unknown_or_wrong_command_fails_its_rule():
     assert check_command("podman run --rm mha-grade batch /data --no-such-option")
     assert check_command("mha-grade batch --no-such-option", whole=False)
     assert check_command("mha-grade batch", whole=True)  # a whole command needs its folder and --out
+    assert check_command("MHA=/opt/elsewhere")  # no line of the Slurm block, no rule
+    assert check_command("cd /srv/courses/other")
+    assert check_command("mha-grade-<job>.log", whole=False)  # no script writes such a log
+    assert check_command("sudo install -D -m 0644 deploy/kubernetes/no_such.json /var/lib/kubelet/seccomp/profiles/mha-grade.json")
+    assert check_command("sudo install -D -m 0644 deploy/kubernetes/seccomp-mha-grade.json /var/lib/kubelet/seccomp/other.json")
+    assert check_command("sudo install -D -m 0644 deploy/kubernetes/job.yaml /var/lib/kubelet/seccomp/profiles/mha-grade.json")
+    assert "mode 644" in check_command("(umask 022; python3 -c 'print(7)' > seed)")  # readable by all
+    assert "not a whole number" in check_command("(umask 077; python3 -c 'print(7.5)' > seed)")
+    assert check_command("(umask 077; python3 -c 'print(2 ** 63)' > seed)")
+    assert not check_command("(umask 077; python3 -c 'print(7)' > seed)")
     assert not check_command("mha-grade batch --jobs 2", whole=False)
     assert not check_command("mha-grade -e softmax --seed 3")
+
+
+def test_the_slurm_rule_fails_on_a_record_that_does_not_hold():
+    """The Slurm block's rule rests on the bench's record: a failed run, another bench source, a
+    commit whose guide had another block or a run where squeue did not answer each fail it."""
+    steps = slurm_steps()
+    assert len(steps) == 5 and "squeue --me" in steps, steps
+    record = json.loads((ROOT / "bench" / "results" / "slurm_term.json").read_text())
+    assert not _slurm_step("squeue --me", record)
+    assert _slurm_step("squeue --me", dict(record, exit_status=1))
+    assert _slurm_step("squeue --me", dict(record, output=record["output"].replace("PASS:", "")))
+    assert _slurm_step("squeue --me", dict(record, source_sha256="0" * 64))
+    before = subprocess.run(["git", "rev-list", "-1", "81b219d^"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert "changed since" in _slurm_step("squeue --me", dict(record, commit=before))  # no block there yet
+    assert _slurm_step("squeue --me", dict(record, output=record["output"].replace("JOBID PARTITION", "", 1)))
 
 
 def test_the_readme_fits_on_two_screens():
