@@ -865,3 +865,15 @@ def test_induction_reading_key_then_query_is_named_as_the_transposed_weights():
     failing = [r for r in result.cases if not r.passed]
     assert failing and all("on the transposed weights" in (r.diagnosis or "") for r in failing), result.feedback
     assert "where the passing one has period 1" not in plain(result.feedback), result.feedback
+
+
+def test_a_kv_cache_s_checks_are_named_as_checks_not_as_inputs_the_passing_cases_lack():
+    from solutions import efficient as ref
+
+    class BatchLength(ref.KVCache):  # len() is the batch size
+        def __len__(self):
+            return 0 if self.keys is None else len(self.keys)
+
+    said = plain(judge.judge_in_process(EXERCISES["KVCache"], BatchLength).feedback)
+    assert "Every failing case has the check of what each update returns, which no passing case has" in said, said
+    assert "has updates" not in said, said  # the passing decoding cases call update too

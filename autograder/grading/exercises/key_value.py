@@ -212,7 +212,7 @@ def cache_cases(rng):
         steps = ("a prompt, then single positions" if lengths[0] > 1 and set(lengths[1:]) == {1} else
                  "one position at a time" if set(lengths) == {1} else "one update" if len(lengths) == 1 else
                  "updates of several positions")
-        features = {"check": "updates", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
+        features = {"check": "the check of what each update returns", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
                     "steps": steps}
         return Case(name=name, driver="kv_cache_updates", inputs=inputs, rung=rung, features=features,
                     **TOLERANCE[dtype])
@@ -221,7 +221,7 @@ def cache_cases(rng):
         sizes = {"B": B, "H": H, "L": length, "d": d, **({} if dv == d else {"d_v": dv})}
         inputs = dict(q=randn(rng, (B, H, length, d), dtype), k=randn(rng, (B, H, length, d), dtype),
                       v=randn(rng, (B, H, length, dv), dtype), prompt=prompt, sizes=sizes)
-        features = {"check": "decoding", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
+        features = {"check": "the check of attention decoded through the cache", "widths": "d_v = d_k" if dv == d else "d_v != d_k", "dtype": dtype,
                     "steps": "from the first token" if prompt == 1 else "after a prompt"}
         return Case(name=name, driver="kv_cache_decode", inputs=inputs, rung=rung, features=features,
                     **TOLERANCE[dtype])
