@@ -13,7 +13,9 @@ one must match a rule below, and the rule checks it:
 - ``python bench/x.py``, ``python scripts/x.py``: the file exists and declares every option used;
 - ``python -m module``: the module is importable; ``pip install -r F``: F exists;
   ``pip install torch==V``: V is the Makefile's pin;
-- ``kubectl apply -f F -l k=v`` and ``kubectl wait ... job/NAME``: F has that label and that Job;
+- ``kubectl apply -f F -l k=v``, ``kubectl wait ... job/NAME|pod/NAME`` and ``kubectl cp`` to or from
+  ``POD:``: F has that label, that Job, that Pod; ``kubectl create secret generic S
+  --from-file=K=F``: a container mounts the Secret S and names the file K in it on its command line;
   ``sbatch F`` (its job id kept in a variable or not): F exists; ``podman build -f F -t T .`` and
   ``podman run ... T ARGS``: F exists, T is the tag a build shown names, and ARGS are a command
   of F's entry point or an ``--entrypoint`` of F's;
@@ -277,8 +279,30 @@ def _kubectl(args: list[str]) -> str:
         if a.startswith("job/"):
             if not any(d.get("kind") == "Job" and d["metadata"]["name"] == a[4:] for d in documents):
                 return f"no Job named {a[4:]}"
+        if a.startswith("pod/") or (args[:1] == ["cp"] and ":" in a):
+            pod = a[4:] if a.startswith("pod/") else a.split(":", 1)[0]
+            if not any(d.get("kind") == "Pod" and d["metadata"]["name"] == pod for d in documents):
+                return f"no Pod named {pod}"
+    if args[:3] == ["create", "secret", "generic"]:
+        key = next((a.split("=", 2)[1] for a in args if a.startswith("--from-file=") and a.count("=") == 2), None)
+        return "" if key and _reads_secret(documents, args[3], key) else \
+            f"no container reads the key {key} of the Secret {args[3]} from its mount"
     missing = [str(m) for m in manifests if not m.exists()]
     return f"no manifest {missing}" if missing else ""
+
+
+def _reads_secret(documents: list[dict], name: str, key: str) -> bool:
+    """Some container mounts the Secret ``name`` and names the file ``key`` in it on its command line."""
+    for d in documents:
+        spec = d.get("spec", {})
+        pod = spec.get("template", {}).get("spec", spec)
+        volumes = {v["name"] for v in pod.get("volumes") or [] if (v.get("secret") or {}).get("secretName") == name}
+        for c in pod.get("containers") or []:
+            line = " ".join(map(str, [*(c.get("command") or []), *(c.get("args") or [])]))
+            if any(m["name"] in volumes and f"{m['mountPath'].rstrip('/')}/{key}" in line
+                   for m in c.get("volumeMounts") or []):
+                return True
+    return False
 
 
 def _podman(args: list[str]) -> str:
@@ -330,6 +354,10 @@ def test_an_unknown_or_wrong_command_fails_its_rule():
     assert check_command("mha-grade term term.toml --out x --no-such-option")
     assert check_command("kubectl apply -f deploy/kubernetes/job.yaml -l step=no-such-step")
     assert check_command("kubectl wait --for=condition=complete job/no-such-job")
+    assert check_command("kubectl wait --for=condition=ready pod/no-such-pod")
+    assert check_command("kubectl cp ./term no-such-pod:/data/term")
+    assert check_command("kubectl create secret generic no-such-secret --from-file=seed=seed")
+    assert check_command("kubectl create secret generic mha-grade-seed --from-file=other=seed")
     assert check_command("sbatch deploy/slurm/no_such.sbatch")
     assert check_command("podman run --rm other-image batch /data --out /out")
     assert check_command("podman run --rm mha-grade batch /data --no-such-option")
