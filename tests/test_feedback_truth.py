@@ -877,3 +877,19 @@ def test_a_kv_cache_s_checks_are_named_as_checks_not_as_inputs_the_passing_cases
     said = plain(judge.judge_in_process(EXERCISES["KVCache"], BatchLength).feedback)
     assert "Every failing case has the check of what each update returns, which no passing case has" in said, said
     assert "has updates" not in said, said  # the passing decoding cases call update too
+
+
+def test_an_output_bias_left_out_is_told_the_difference_is_one_vector_at_every_position():
+    from solutions import layer as ref
+
+    def multi_head_attention(query, key, value, params, num_heads, mask=None):
+        q, k, v = (ref.split_heads(ref._affine(x, params, n), num_heads) for x, n in ((query, "q"), (key, "k"),
+                                                                                    (value, "v")))
+        heads, weights = ref.scaled_dot_product_attention(
+            q, k, v, None if mask is None else ref._heads_mask(np.asarray(mask, dtype=bool)))
+        return ref.merge_heads(heads) @ params["W_o"], weights  # b_o left out
+
+    result = judge.judge_in_process(EXERCISES["multi_head_attention"], multi_head_attention)
+    assert result.score < result.max_score
+    assert ("it is the reference's plus one and the same vector along the last axis (E_out) at every index of the "
+            "other axes") in plain(result.feedback), result.feedback

@@ -193,6 +193,17 @@ def _moved_values(got, want, case, tol) -> bool:
     return bool(np.allclose(np.sort(got, axis=None), np.sort(want, axis=None), rtol=tol[0], atol=tol[1]))
 
 
+def _constant_offset(got, want, tol) -> bool:
+    """Whether the learner's is the reference's plus one nonzero vector along the last axis,
+    the same at every other index (two or more of them)."""
+    if got.shape != want.shape or got.ndim < 2 or got.size // got.shape[-1] < 2:
+        return False
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(want))):
+        return False
+    offset = (got - want).reshape(-1, got.shape[-1])[0]
+    return not _close(got, want, tol) and _close(got, want + offset, tol)
+
+
 def _leading_block(got, want, case, tol):
     """Axes along which the learner's equals the reference's on the first k entries (0 < k < n) and
     on no entry after them: ``{axis: k}``."""
@@ -340,6 +351,12 @@ def _where_differs(differ, label, cases) -> str | None:
         return (f"{where[:1].upper()}{where[1:]}, it equals the reference's on a leading block along "
                 f"{_axis_words(axis, e0.shape, cases[i0].inputs.get('sizes'))} and on no entry after it (the first "
                 f"{value(k)} entries of {e0.shape[axis]} in {cases[i0].name!r}).")
+    if all(_constant_offset(g, e, tol) for i, g, e, tol in differ):
+        i0, g0, e0, _ = differ[0]
+        last = _axis_words(-1, e0.shape, cases[i0].inputs.get("sizes"))[4:]
+        return (f"{where[:1].upper()}{where[1:]}, it is the reference's plus one and the same vector along the "
+                f"{last} at every index of the other axes: a constant per entry of the {last}, as a bias added or left "
+                f"out is.")
     if all(_moved_values(g, e, cases[i], tol) for i, g, e, tol in differ):
         return f"{where[:1].upper()}{where[1:]}, it holds the same values as the reference's, in other places."
     return None
