@@ -893,3 +893,27 @@ def test_an_output_bias_left_out_is_told_the_difference_is_one_vector_at_every_p
     assert result.score < result.max_score
     assert ("it is the reference's plus one and the same vector along the last axis (E_out) at every index of the "
             "other axes") in plain(result.feedback), result.feedback
+
+
+def test_a_temperature_applied_to_the_probabilities_is_named_where_it_shows():
+    from solutions import language_model as ref
+
+    def generate(model, prompt, max_new_tokens, temperature=0.0, generator=None, use_cache=True):
+        tokens, caches = prompt, (model.new_caches() if use_cache else None)
+        logits = model(tokens, caches=caches)
+        for step in range(max_new_tokens):
+            last = logits[:, -1, :]
+            if temperature == 0:
+                nxt = last.argmax(dim=-1, keepdim=True)
+            else:  # the temperature divides the probabilities: multinomial renormalises them
+                nxt = torch.multinomial(torch.softmax(last, dim=-1) / temperature, 1, generator=generator)
+            tokens = torch.cat([tokens, nxt], dim=1)
+            if step + 1 < max_new_tokens:
+                logits = model(nxt, caches=caches) if use_cache else model(tokens)
+        return tokens
+
+    assert ref.generate is not generate
+    result = judge.judge_in_process(EXERCISES["generate"], generate)
+    failing = [r for r in result.cases if not r.passed]
+    assert failing and all("at temperature 1 whatever the temperature: divide" in (r.diagnosis or "")
+                           for r in failing), result.feedback

@@ -101,7 +101,7 @@ def _generate(model, prompt, max_new_tokens, temperature=0.0, generator=None, us
         if temperature == 0 or always_greedy:
             next_token = last.argmax(dim=-1, keepdim=True)
         else:
-            scaled = last / temperature if temp == "divide" else last * temperature
+            scaled = last / temperature if temp == "divide" else last * temperature if temp == "multiply" else last
             probs = torch.softmax(scaled, dim=softmax_dim)
             next_token = torch.multinomial(probs, 1, generator=generator if use_generator else None)
         tokens = torch.cat([tokens, next_token], dim=1)
@@ -147,6 +147,9 @@ GENERATE = Exercise(
         "(logits[:, -1])": _generate_bug("first_position", position=0),
         "your temperature multiplies the logits: divide them by it (a low temperature sharpens)":
             _generate_bug("temperature_multiplies", temp="multiply"),
+        "your sampled tokens match the reference's at temperature 1 whatever the temperature: divide the logits "
+        "by it before the softmax (multinomial renormalises probabilities, so dividing them changes nothing)":
+            _generate_bug("temperature_ignored", temp="ignored"),
         "your samples ignore the generator they are given: pass generator=generator to torch.multinomial":
             _generate_bug("global_rng", use_generator=False),
         "with the cache you run the whole sequence again at every step: the caches already hold it, so "
