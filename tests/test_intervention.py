@@ -216,8 +216,8 @@ def test_a_temperature_on_the_probabilities_is_not_told_to_fix_its_cache():
     result = _graded("generate", generate_divides_probabilities)
     assert not re.search(r"fails on with(out)? the cache|caches = model|the whole sequence", result.feedback), \
         result.feedback
-    assert re.search(r"'[^']+' fails with sampled at a temperature other than 1 and passes with its decoding "
-                     r"alone changed to sampled at temperature 1", result.feedback), result.feedback
+    # Named by the generated catalogue now (the reference at temperature 1 matches the tokens).
+    assert "at temperature 1 whatever the temperature" in result.feedback, result.feedback
 
 
 def test_rope_conventions_with_float32_tables_are_named():

@@ -133,10 +133,6 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
             if len(differ) == 1 and not _probed(probes, cases[f].name, differ[0]):
                 pairs.setdefault(differ[0], []).append((p, f))
     found_any = bool(pairs)
-    # A pair blames its failing case's value only where no passing case has that value too (then
-    # it does not make a case fail: 'a boolean mask' fails here and passes there).
-    pairs = {k: kept for k, found in pairs.items()
-             if (kept := [(p, f) for p, f in found if not any(features[q].get(k) == features[f][k] for q in passing)])}
     pairs = {k: found for k, found in pairs.items()
              if not _fails_on(features, every_failing, k, {features[p][k] for p, _ in found})}
     if found_any and not pairs:  # pairs exist, but another failing case has the good value: say nothing
@@ -157,9 +153,13 @@ def isolated(cases: list[Case], passed: list[bool], outputs: list, hints: dict, 
                 # The other values the failing cases have: the pair's own is not what they share.
                 others = list(dict.fromkeys(features[g][feature] for g in failing
                                             if features[g].get(feature, bad) != bad))
+                # A passing case with the failing one's value too: that value alone does not fail.
+                also = next((q for q in passing if features[q].get(feature) == bad), None)
+                notes = ([f"other failing cases have {_listed(others)}"] if others else []) + (
+                    [f"{bad} passes in {cases[also].name!r}"] if also is not None else [])
                 out.append(f"{cases[f].name!r} fails and {cases[p].name!r} passes, and their inputs differ only in the "
                            f"{feature}: {bad} where the passing one has {features[p][feature]}" +
-                           (f" (other failing cases have {_listed(others)})." if others else "."))
+                           (f" ({'; '.join(notes)})." if notes else "."))
         return out
     # Only where some passing case ran the learner's code (a case that must raise passes without
     # it); "no passing case has" is then checked against every passing case.
