@@ -919,3 +919,14 @@ def test_a_temperature_applied_to_the_probabilities_is_named_where_it_shows():
     failing = [r for r in result.cases if not r.passed]
     assert failing and all("at temperature 1 whatever the temperature: divide" in (r.diagnosis or "")
                            for r in failing), result.feedback
+
+
+def test_a_log_with_where_and_no_out_loses_points_whatever_memory_it_is_given():
+    def attention_entropy(weights):
+        w = np.asarray(weights)
+        return -(w * np.log(w, where=w > 0)).sum(-1)  # the masked-out entries of the log are never written
+
+    with np.errstate(all="ignore"):
+        result = judge.judge_in_process(EXERCISES["attention_entropy"], attention_entropy)
+    assert result.score < result.max_score, result.feedback
+    assert "np.log(w, where=w > 0) without out=" in plain(result.feedback), result.feedback

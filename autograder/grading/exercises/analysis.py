@@ -81,8 +81,9 @@ ATTENTION_ENTROPY = Exercise(
            "float32": "keep the input's dtype"},
     bugs={
         "your output is in bits (log2): the entropy is asked in nats (natural log)": entropy_in_bits,
-        "your output is NaN where a weight is 0: 0 * log(0) = 0 * -inf = NaN, so take 0 log 0 = 0 "
-        "(e.g. log of np.where(w > 0, w, 1))": entropy_nan_on_zeros,
+        "your output is NaN where a weight is 0: the term there must be 0 (0 log 0 = 0), e.g. with the log of "
+        "np.where(w > 0, w, 1); 0 * log(0) = 0 * -inf is NaN, and so is a log left unwritten there "
+        "(np.log(w, where=w > 0) without out= leaves whatever the memory held)": entropy_nan_on_zeros,
         "your output sums over the query axis: the entropy of each query's row sums over the keys "
         "(the last axis)": entropy_over_queries,
         "your output has the wrong sign: H = -sum w log w is never negative": entropy_sign_flipped,

@@ -104,6 +104,15 @@ def _as_tensor(x):
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
+def _poison_free_memory(args):
+    """Leave NaN in the memory the call's arrays will likely be given: NumPy reuses a freed block of
+    the same size, so a result read from memory never written (``np.log(w, where=w > 0)`` without
+    ``out=``) shows as NaN instead of passing on whatever an earlier case left there."""
+    for a in args:
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and 0 < a.size <= 1 << 16:
+            np.full(a.shape, np.nan, a.dtype)  # allocated and freed at once
+
+
 def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_tensors=False, peak_memory=False):
     """Call ``<module of function>.<function>(*args, **kwargs)`` on copies of the inputs.
 
@@ -118,6 +127,7 @@ def call(ns, function, args=(), kwargs=None, returns=("out",), sizes=None, as_te
     if as_tensors:
         args, kwargs = [_as_tensor(a) for a in args], {k: _as_tensor(v) for k, v in kwargs.items()}
     fn = getattr(ns.module(MODULE_OF[function]), function)
+    _poison_free_memory(args)
     if peak_memory:
         result, used = memory.peak(lambda: fn(*args, **kwargs))
     else:
