@@ -42,7 +42,7 @@ def _chapter(tmp_path, name, *markdown):
 # count may fall, never rise. Lower a ceiling when you back sentences; the goal is 0.
 UNREVIEWED_CEILING = {
     "01_attention.ipynb": 9, "02_masking.ipynb": 22, "03_heads.ipynb": 3, "04_layer.ipynb": 9,
-    "05_looking_at_heads.ipynb": 12, "06_pruning.ipynb": 27, "07_beyond.ipynb": 13, "08_language_model.ipynb": 19,
+    "05_looking_at_heads.ipynb": 12, "06_pruning.ipynb": 25, "07_beyond.ipynb": 13, "08_language_model.ipynb": 19,
     "guides/contributor.md": 10, "guides/instructor.md": 34, "guides/learner.md": 9, "guides/term.md": 15,
 }
 
