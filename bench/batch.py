@@ -176,6 +176,19 @@ def _set_time(root: Path, learner: str, when: datetime) -> None:
             os.utime(p, (t, t))
 
 
+def _hand_in_late(root: Path, learner: str, when: datetime) -> None:
+    """A late arrival as an LMS download gives it: a zip whose own file time is when it was
+    handed in. (A folder is dated by its change time, when it was put in the class folder: that
+    can show a hand-in on time, never late.)"""
+    folder = root / learner
+    if folder.is_dir():
+        with zipfile.ZipFile(root / f"{learner}.zip", "w") as z:
+            for f in sorted(folder.rglob("*.py")):
+                z.write(f, f.relative_to(folder).as_posix())
+        shutil.rmtree(folder)
+    _set_time(root, learner, when)
+
+
 def _command(cls: Path, out: Path, args, deadline: datetime, roster: Path) -> tuple[float, float, str]:
     """``mha-grade batch`` as an instructor runs it, in a fresh process: wall and CPU seconds
     (its own and its children's, learner side included), and what it printed last."""
@@ -235,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         deadline = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=3)
         names = sorted(kinds)
         for i, learner in enumerate(names):  # on time, but the last `late` ones
-            late_by = timedelta(hours=30) if i >= len(names) - args.late else -timedelta(hours=2)
-            _set_time(cls, learner, deadline + late_by)
+            if i >= len(names) - args.late:
+                _hand_in_late(cls, learner, deadline + timedelta(hours=30))
+            else:
+                _set_time(cls, learner, deadline - timedelta(hours=2))
         roster = tmp / "roster.txt"
         no_show = [f"absent{i}" for i in range(5)]
         later = [f"learner{args.n + i:03d}" for i in range(args.more * args.reruns)]
@@ -258,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         first = _reports(out)
         reruns = []  # (wall, what it said, its reports, fingerprint files it wrote), one per rerun
         for k in range(args.reruns):  # each time, `more` late arrivals, handed in now
-            kinds.update(make_class(cls, args.more, start=args.n + k * args.more))
+            arrived = make_class(cls, args.more, start=args.n + k * args.more)
+            kinds.update(arrived)
+            for learner in arrived:
+                _hand_in_late(cls, learner, datetime.now(timezone.utc) - timedelta(seconds=5))
             fingerprints = {p.name: p.stat().st_mtime_ns for p in (out / ".similarity").rglob("*") if p.is_file()}
             torch = _torch_import()
             rerun_started = time.time()
